@@ -1,0 +1,157 @@
+import { run, type Executor } from './executor.js';
+import { JOB_COLUMNS, toJobRecord, type JobRecord, type JobRow, type JobState } from './job-row.js';
+import type { StatementSet } from './statements.js';
+
+/** Filters for listing jobs; every field is optional. */
+export interface JobFilter {
+  kind?: string;
+  queue?: string;
+  states?: JobState[];
+  /** Only jobs with a smaller id (the cursor of the previous page). */
+  beforeId?: string;
+  ids?: string[];
+}
+
+/** A manual state change: which states it applies to, and what it sets. */
+export type AdminAction = 'retry' | 'cancel' | 'resolve-completed' | 'resolve-failed' | 'resolve-retry';
+
+/** The states each admin action applies to. */
+export const ADMIN_FROM: Record<AdminAction, readonly JobState[]> = {
+  retry: ['discarded', 'cancelled', 'expired', 'abandoned', 'held', 'completed'],
+  cancel: ['available', 'running', 'held', 'abandoned'],
+  'resolve-completed': ['held', 'abandoned'],
+  'resolve-failed': ['held', 'abandoned'],
+  'resolve-retry': ['held', 'abandoned'],
+};
+
+const FILTER = `($1::text IS NULL OR kind = $1) AND ($2::text IS NULL OR queue = $2)
+  AND ($3::text[] IS NULL OR state::text = ANY($3)) AND ($4::bigint IS NULL OR id < $4)
+  AND ($5::bigint[] IS NULL OR id = ANY($5))`;
+
+function filterValues(f: JobFilter): unknown[] {
+  return [f.kind ?? null, f.queue ?? null, f.states ?? null, f.beforeId ?? null, f.ids ?? null];
+}
+
+/** Admin statements of one schema. Each state change writes its audit row in the same statement. */
+export function jobAdminStatements(set: StatementSet) {
+  // One statement per action: pick the matching jobs, change them, write one audit row per job,
+  // and wake workers when jobs became available, or tell the holder of a job taken from it to abort.
+  // $6 actor, $7 reason, $8 limit, $9 jobs channel, $10 states the action applies to, $11 control channel.
+  const change = (action: AdminAction, assignments: string) =>
+    set.plain(
+      (s) => `
+WITH target AS (
+  SELECT id, state AS old_state, lease_owner FROM ${s}.jobs
+  WHERE ${FILTER} AND state::text = ANY($10::text[])
+  ORDER BY id LIMIT $8 FOR UPDATE
+), upd AS (
+  UPDATE ${s}.jobs j SET ${assignments}
+  FROM target WHERE j.id = target.id
+  RETURNING j.id, j.kind, j.queue, j.state, target.old_state
+), audit AS (
+  INSERT INTO ${s}.audit_log (actor, action, target, reason, details)
+  SELECT $6, '${action}', 'job:' || upd.id, $7, jsonb_build_object('kind', upd.kind, 'from', upd.old_state, 'to', upd.state)
+  FROM upd
+)
+SELECT upd.id::text, upd.kind, upd.queue, upd.state, upd.old_state,
+       CASE WHEN upd.state = 'available' THEN pg_notify($9, upd.queue)
+            WHEN upd.old_state = 'running' THEN pg_notify($11, 'cancel:' || upd.id) END AS notified
+FROM upd ORDER BY upd.id`,
+    );
+  return {
+    list: set.plain((s) => `SELECT ${JOB_COLUMNS} FROM ${s}.jobs WHERE ${FILTER} ORDER BY id DESC LIMIT $6`),
+    count: set.plain((s) => `SELECT count(*)::int AS n FROM ${s}.jobs WHERE ${FILTER} AND state::text = ANY($6::text[])`),
+    get: set.plain((s) => `SELECT ${JOB_COLUMNS} FROM ${s}.jobs WHERE id = $1`),
+    retry: change(
+      'retry',
+      `state = 'available', run_at = now(), finished_at = NULL, reason = NULL,
+       max_attempts = greatest(j.max_attempts, j.attempt + 1)`,
+    ),
+    cancel: change(
+      'cancel',
+      `state = 'cancelled', finished_at = now(), reason = coalesce('cancelled: ' || $7, 'cancelled'),
+       lease_owner = NULL, lease_expires_at = NULL`,
+    ),
+    'resolve-completed': change(
+      'resolve-completed',
+      `state = 'completed', finished_at = now(), reason = coalesce('resolved as completed: ' || $7, 'resolved as completed')`,
+    ),
+    'resolve-failed': change(
+      'resolve-failed',
+      `state = 'discarded', finished_at = now(), reason = coalesce('resolved as failed: ' || $7, 'resolved as failed')`,
+    ),
+    'resolve-retry': change(
+      'resolve-retry',
+      `state = 'available', run_at = now(), finished_at = NULL, reason = NULL,
+       max_attempts = greatest(j.max_attempts, j.attempt + 1)`,
+    ),
+    stats: set.plain(
+      (s) => `SELECT queue, kind, state::text AS state, count(*)::int AS count,
+        min(run_at) FILTER (WHERE state = 'available' AND run_at <= now()) AS oldest_available
+      FROM ${s}.jobs GROUP BY queue, kind, state ORDER BY queue, kind, state`,
+    ),
+  };
+}
+export type JobAdminStatements = ReturnType<typeof jobAdminStatements>;
+
+/** Lists jobs, newest first. */
+export async function jobList(db: Executor, st: JobAdminStatements, f: JobFilter, limit: number): Promise<JobRecord[]> {
+  const rows = await run<JobRow>(db, st.list, [...filterValues(f), limit]);
+  return rows.map(toJobRecord);
+}
+
+/** Counts jobs matching a filter and in one of `states`. */
+export async function jobCount(db: Executor, st: JobAdminStatements, f: JobFilter, states: readonly string[]): Promise<number> {
+  const [row] = await run<{ n: number }>(db, st.count, [...filterValues(f), states]);
+  return row?.n ?? 0;
+}
+
+/** One job, or undefined. */
+export async function jobGet(db: Executor, st: JobAdminStatements, id: string): Promise<JobRecord | undefined> {
+  const [row] = await run<JobRow>(db, st.get, [id]);
+  return row ? toJobRecord(row) : undefined;
+}
+
+/** A job changed by an admin action. */
+export interface ChangedRow {
+  id: string;
+  kind: string;
+  queue: string;
+  state: JobState;
+  old_state: JobState;
+}
+
+/** Applies an admin action to the jobs matching `f` (at most `limit`), with one audit row each. */
+export function jobChange(
+  db: Executor,
+  st: JobAdminStatements,
+  action: AdminAction,
+  f: JobFilter,
+  who: { actor: string; reason: string | null },
+  limit: number,
+  channels: { jobs: string; control: string },
+): Promise<ChangedRow[]> {
+  return run<ChangedRow>(db, st[action], [
+    ...filterValues(f),
+    who.actor,
+    who.reason,
+    limit,
+    channels.jobs,
+    ADMIN_FROM[action],
+    channels.control,
+  ]);
+}
+
+/** Counts per queue, kind and state. */
+export interface StatsRow {
+  queue: string;
+  kind: string;
+  state: JobState;
+  count: number;
+  oldest_available: Date | null;
+}
+
+/** Job counts per queue, kind and state, with the oldest runnable job's time. */
+export function jobStats(db: Executor, st: JobAdminStatements): Promise<StatsRow[]> {
+  return run<StatsRow>(db, st.stats);
+}

@@ -1,0 +1,80 @@
+import pg from 'pg';
+import { trackResource } from '../lifecycle/resources.js';
+import type { Executor } from './executor.js';
+
+/** The pg Pool type, for options that accept a user's pool. */
+export type PgPool = pg.Pool;
+
+// bigint (int8) as string: job ids and fencing tokens can pass 2^53 in a long-lived system.
+// timestamptz stays a Date.
+
+/** A pool of connections owned by nightshift (or handed in by the user). */
+export interface PoolHandle {
+  readonly pool: pg.Pool;
+  /** Ends the pool when nightshift created it; leaves a user's pool alone. */
+  close(): Promise<void>;
+  /** Runs `fn` inside a transaction on one client of the pool. */
+  transaction<T>(fn: (client: Executor) => Promise<T>): Promise<T>;
+  /** Connections: total, idle, waiting. */
+  stats(): { total: number; idle: number; waiting: number; max: number };
+}
+
+export interface PoolOptions {
+  connectionString?: string;
+  pool?: pg.Pool;
+  max: number;
+  applicationName: string;
+}
+
+/** Creates or wraps the one shared pool of a process. */
+export function createPool(options: PoolOptions): PoolHandle {
+  const owned = !options.pool;
+  const pool =
+    options.pool ??
+    new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.max,
+      application_name: options.applicationName,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+    });
+  // An idle client's socket error must not crash the process; the pool drops the client.
+  const onError = () => undefined;
+  pool.on('error', onError);
+  const release = owned ? trackResource('pool', options.applicationName) : () => undefined;
+  let closed = false;
+  return {
+    pool,
+    async close() {
+      if (closed) return;
+      closed = true;
+      pool.off('error', onError);
+      if (owned) {
+        await pool.end();
+        release();
+      }
+    },
+    async transaction<T>(fn: (client: Executor) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      let broken = false;
+      try {
+        await client.query('BEGIN');
+        const result = await fn(client);
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        try {
+          await client.query('ROLLBACK');
+        } catch {
+          broken = true;
+        }
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    },
+    stats() {
+      return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.max };
+    },
+  };
+}

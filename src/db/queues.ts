@@ -1,0 +1,134 @@
+import { run, type Executor } from './executor.js';
+import type { StatementSet } from './statements.js';
+
+/** Queue and kind registry statements of one schema. */
+export function queueStatements(set: StatementSet) {
+  return {
+    // Pause or resume, with its audit row and a control notification in the same statement.
+    setPaused: set.plain(
+      (s) => `
+WITH q AS (
+  INSERT INTO ${s}.queues (name, paused, updated_at, updated_by) VALUES ($1, $2, now(), $3)
+  ON CONFLICT (name) DO UPDATE SET paused = EXCLUDED.paused, updated_at = now(), updated_by = EXCLUDED.updated_by
+  RETURNING name, paused
+), a AS (
+  INSERT INTO ${s}.audit_log (actor, action, target, reason) SELECT $3, CASE WHEN $2 THEN 'pause' ELSE 'resume' END, 'queue:' || $1, $4
+)
+SELECT name, paused, pg_notify($5, CASE WHEN $2 THEN 'pause:' ELSE 'resume:' END || $1) IS NULL AS notified FROM q`,
+    ),
+    list: set.plain(
+      (s) => `
+SELECT coalesce(c.queue, q.name) AS name, coalesce(q.paused, false) AS paused,
+       coalesce(c.available, 0)::int AS available, coalesce(c.running, 0)::int AS running,
+       coalesce(c.scheduled, 0)::int AS scheduled, coalesce(c.held, 0)::int AS held,
+       coalesce(c.failed, 0)::int AS failed, c.oldest_available
+FROM (
+  SELECT queue,
+    count(*) FILTER (WHERE state = 'available' AND run_at <= now()) AS available,
+    count(*) FILTER (WHERE state = 'available' AND run_at > now()) AS scheduled,
+    count(*) FILTER (WHERE state = 'running') AS running,
+    count(*) FILTER (WHERE state IN ('held', 'abandoned')) AS held,
+    count(*) FILTER (WHERE state = 'discarded') AS failed,
+    min(run_at) FILTER (WHERE state = 'available' AND run_at <= now()) AS oldest_available
+  FROM ${s}.jobs GROUP BY queue
+) c FULL JOIN ${s}.queues q ON q.name = c.queue
+ORDER BY 1`,
+    ),
+    registerKinds: set.plain(
+      (s) => `
+INSERT INTO ${s}.kinds (kind, queue, priority, max_attempts, at_most_once, updated_at)
+SELECT * , now() FROM unnest($1::text[], $2::text[], $3::smallint[], $4::int[], $5::bool[])
+ON CONFLICT (kind) DO UPDATE SET queue = EXCLUDED.queue, priority = EXCLUDED.priority,
+  max_attempts = EXCLUDED.max_attempts, at_most_once = EXCLUDED.at_most_once, updated_at = now()
+WHERE (${s}.kinds.queue, ${s}.kinds.priority, ${s}.kinds.max_attempts, ${s}.kinds.at_most_once)
+  IS DISTINCT FROM (EXCLUDED.queue, EXCLUDED.priority, EXCLUDED.max_attempts, EXCLUDED.at_most_once)`,
+    ),
+    setPayloadLimit: set.plain(
+      (s) => `INSERT INTO ${s}.settings (key, value) VALUES ('max_payload_bytes', to_jsonb($1::int))
+        ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value WHERE ${s}.settings.value IS DISTINCT FROM EXCLUDED.value`,
+    ),
+    auditList: set.plain(
+      (s) => `SELECT id::text, at, actor, action, target, reason, details FROM ${s}.audit_log
+        WHERE ($1::text IS NULL OR target = $1) AND ($2::bigint IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
+    ),
+  };
+}
+export type QueueStatements = ReturnType<typeof queueStatements>;
+
+/** A queue with its counts. */
+export interface QueueRow {
+  name: string;
+  paused: boolean;
+  available: number;
+  scheduled: number;
+  running: number;
+  held: number;
+  failed: number;
+  oldest_available: Date | null;
+}
+
+/** Pauses or resumes a queue for every process, audited. */
+export async function queueSetPaused(
+  db: Executor,
+  st: QueueStatements,
+  name: string,
+  paused: boolean,
+  actor: string,
+  reason: string | null,
+  channel: string,
+): Promise<void> {
+  await run(db, st.setPaused, [name, paused, actor, reason, channel]);
+}
+
+/** Every queue that has jobs or a pause record. */
+export function queueList(db: Executor, st: QueueStatements): Promise<QueueRow[]> {
+  return run<QueueRow>(db, st.list);
+}
+
+/** A kind's defaults, as SQL callers of enqueue() use them. */
+export interface KindRow {
+  kind: string;
+  queue: string;
+  priority: number;
+  maxAttempts: number;
+  atMostOnce: boolean;
+}
+
+/** Registers kinds and their defaults for SQL callers. */
+export async function kindRegister(db: Executor, st: QueueStatements, kinds: readonly KindRow[]): Promise<void> {
+  if (kinds.length === 0) return;
+  await run(db, st.registerKinds, [
+    kinds.map((k) => k.kind),
+    kinds.map((k) => k.queue),
+    kinds.map((k) => k.priority),
+    kinds.map((k) => k.maxAttempts),
+    kinds.map((k) => k.atMostOnce),
+  ]);
+}
+
+/** Stores the payload size limit the SQL enqueue function enforces. */
+export async function settingPayloadLimit(db: Executor, st: QueueStatements, bytes: number): Promise<void> {
+  await run(db, st.setPayloadLimit, [bytes]);
+}
+
+/** One audit entry. */
+export interface AuditRow {
+  id: string;
+  at: Date;
+  actor: string;
+  action: string;
+  target: string;
+  reason: string | null;
+  details: unknown;
+}
+
+/** Audit entries, newest first, optionally for one target (`job:42`, `queue:mail`). */
+export function auditList(
+  db: Executor,
+  st: QueueStatements,
+  target: string | null,
+  beforeId: string | null,
+  limit: number,
+): Promise<AuditRow[]> {
+  return run<AuditRow>(db, st.auditList, [target, beforeId, limit]);
+}

@@ -1,0 +1,209 @@
+/**
+ * The error catalogue. Every error nightshift throws is a {@link NightshiftError} with a stable
+ * `code` (NS_…) that is never reused for another meaning; `docs/errors.md` lists them all with
+ * what to do about each.
+ */
+
+/** One problem found while validating input: where it is, and what is wrong. */
+export interface Issue {
+  /** Dotted path of the offending field, `''` for the value as a whole. */
+  path: string;
+  /** What is wrong and, where possible, how to fix it. */
+  message: string;
+}
+
+/** Base class of every nightshift error; `code` is stable, `hint` says how to fix it. */
+export class NightshiftError extends Error {
+  readonly code: string;
+  readonly hint: string | undefined;
+  readonly issues: readonly Issue[];
+
+  constructor(code: string, message: string, options: { hint?: string; issues?: Issue[]; cause?: unknown } = {}) {
+    super(options.hint ? `${message}\n  hint: ${options.hint}` : message, { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.hint = options.hint;
+    this.issues = options.issues ?? [];
+  }
+}
+
+function formatIssues(issues: readonly Issue[]): string {
+  return issues.map((i) => `  - ${i.path || '(value)'}: ${i.message}`).join('\n');
+}
+
+/** The configuration (of the client, a job, a schedule, a config file) is invalid. */
+export class ConfigError extends NightshiftError {
+  constructor(what: string, issues: Issue[]) {
+    super('NS_CONFIG_INVALID', `invalid ${what}:\n${formatIssues(issues)}`, { issues });
+  }
+}
+
+/** A payload does not match its kind's schema, or cannot be stored as JSON. */
+export class PayloadInvalidError extends NightshiftError {
+  constructor(kind: string, issues: Issue[]) {
+    super('NS_PAYLOAD_INVALID', `invalid payload for kind "${kind}":\n${formatIssues(issues)}`, {
+      issues,
+      hint: 'fix the payload so it matches the schema given to defineJob; nothing was written',
+    });
+  }
+}
+
+/** A payload is larger than the configured limit (`maxPayloadBytes`, default 1 MiB). */
+export class PayloadTooLargeError extends NightshiftError {
+  constructor(kind: string, bytes: number, limit: number) {
+    super('NS_PAYLOAD_TOO_LARGE', `payload for kind "${kind}" is ${bytes} bytes, over the limit of ${limit} bytes`, {
+      hint: 'store large data elsewhere (a table, object storage) and pass its id in the payload, or raise maxPayloadBytes',
+    });
+  }
+}
+
+/** The kind is not defined in this client (enqueue) or not registered in the database (SQL). */
+export class UnknownKindError extends NightshiftError {
+  constructor(kind: string, known: readonly string[]) {
+    const suggestion = closest(kind, known);
+    super('NS_UNKNOWN_KIND', `unknown job kind "${kind}"`, {
+      hint: suggestion
+        ? `did you mean "${suggestion}"? Known kinds: ${known.join(', ')}`
+        : known.length
+          ? `known kinds: ${known.join(', ')}`
+          : 'define the job with defineJob and pass it to createNightshift({ jobs })',
+    });
+  }
+}
+
+/** Enqueue or admin options are invalid (a negative delay, an out-of-range priority, …). */
+export class OptionsInvalidError extends NightshiftError {
+  constructor(what: string, issues: Issue[]) {
+    super('NS_OPTIONS_INVALID', `invalid ${what}:\n${formatIssues(issues)}`, {
+      issues,
+      hint: 'fix the options named above; nothing was written',
+    });
+  }
+}
+
+/** The database schema is missing or older than this version of nightshift. */
+export class NotMigratedError extends NightshiftError {
+  constructor(schema: string, have: number, want: number) {
+    super('NS_NOT_MIGRATED', `schema "${schema}" is at migration ${have}, this version needs ${want}`, {
+      hint: 'run `nightshift migrate` (or call migrate()) before starting workers',
+    });
+  }
+}
+
+/** The database schema is newer than this version of nightshift understands. */
+export class SchemaTooNewError extends NightshiftError {
+  constructor(schema: string, have: number, want: number) {
+    super('NS_SCHEMA_TOO_NEW', `schema "${schema}" is at migration ${have}, newer than this version's ${want}`, {
+      hint: 'upgrade nightshift in this process; an older version must not write to a newer schema',
+    });
+  }
+}
+
+/** No job with that id. */
+export class JobNotFoundError extends NightshiftError {
+  constructor(id: string) {
+    super('NS_JOB_NOT_FOUND', `no job with id ${id}`, { hint: 'check the id with `nightshift jobs list`' });
+  }
+}
+
+/** An admin action does not apply to the job's current state (retrying a running job, …). */
+export class InvalidTransitionError extends NightshiftError {
+  constructor(id: string, action: string, state: string, allowed: readonly string[]) {
+    super('NS_INVALID_TRANSITION', `cannot ${action} job ${id}: it is ${state}`, {
+      hint: `${action} applies to jobs that are ${allowed.join(', ')}`,
+    });
+  }
+}
+
+/** The database could not be reached or refused the operation for a reason outside nightshift. */
+export class DatabaseError extends NightshiftError {
+  readonly sqlState: string | undefined;
+  constructor(message: string, sqlState: string | undefined, cause: unknown, hint?: string) {
+    super('NS_DATABASE', message, { cause, ...(hint ? { hint } : {}) });
+    this.sqlState = sqlState;
+  }
+}
+
+/** The client was stopped; it takes no more work. */
+export class StoppedError extends NightshiftError {
+  constructor(what: string) {
+    super('NS_STOPPED', `${what}: the nightshift client is stopped`, {
+      hint: 'create a new client, or do the work before calling stop()',
+    });
+  }
+}
+
+/** A job ran past its `timeoutMs`; stored in the job's error history. */
+export class JobTimeoutError extends NightshiftError {
+  constructor(timeoutMs: number) {
+    super('NS_JOB_TIMEOUT', `job ran past its timeout of ${timeoutMs} ms and was aborted`);
+  }
+}
+
+/** The worker lost a job's lease (rescued, cancelled or taken by a newer claim). */
+export class LeaseLostError extends NightshiftError {
+  constructor(id: string, why: string) {
+    super('NS_LEASE_LOST', `lease on job ${id} lost: ${why}`);
+  }
+}
+
+/** Two job definitions share a kind. */
+export class DuplicateKindError extends NightshiftError {
+  constructor(kind: string) {
+    super('NS_DUPLICATE_KIND', `job kind "${kind}" is defined twice`, {
+      hint: 'each kind names exactly one defineJob; rename one of them',
+    });
+  }
+}
+
+/** Levenshtein distance, for did-you-mean suggestions. */
+export function editDistance(a: string, b: string): number {
+  const prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0]!;
+    prev[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const up = prev[j]!;
+      prev[j] = Math.min(up + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = up;
+    }
+  }
+  return prev[b.length]!;
+}
+
+/** The candidate closest to `word`, when it is close enough to be a likely typo. */
+export function closest(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const c of candidates) {
+    const d = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (d < bestDistance) {
+      best = c;
+      bestDistance = d;
+    }
+  }
+  return best !== undefined && bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined;
+}
+
+/** An issue for an unknown option key, with a did-you-mean when one is close. */
+export function unknownKey(key: string, known: readonly string[]): Issue {
+  const best = closest(key.split('.').at(-1) ?? key, known.map((k) => k.split('.').at(-1) ?? k));
+  return {
+    path: key,
+    message: best ? `unknown option; did you mean "${best}"?` : `unknown option; known options: ${known.join(', ')}`,
+  };
+}
+
+/** The job was cancelled while it ran; its abort signal carries this reason. */
+export class JobCancelledError extends NightshiftError {
+  constructor(id: string) {
+    super('NS_JOB_CANCELLED', `job ${id} was cancelled while it ran`);
+  }
+}
+
+/** The worker is shutting down and its grace period is over; its abort signal carries this reason. */
+export class ShutdownError extends NightshiftError {
+  constructor(graceMs: number) {
+    super('NS_SHUTDOWN', `worker shutting down: the job did not finish within the ${graceMs} ms grace period`);
+  }
+}

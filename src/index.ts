@@ -1,0 +1,24 @@
+/**
+ * nightshift: background work on PostgreSQL — jobs, schedules, elected daemons — and Redis Streams.
+ * This is the public API; nothing else is imported by users.
+ */
+export { createNightshift, Nightshift } from './runtime/nightshift.js';
+export type { NightshiftOptions } from './runtime/client-options.js';
+export { defineJob } from './jobs/define-job.js';
+export type { JobDefinition, JobOptions, JobContext, JobLogger, Delivery } from './jobs/define-job.js';
+export type { EnqueueOptions, EnqueueResult } from './jobs/enqueue-options.js';
+export type { EnqueueManyOptions } from './jobs/enqueuer.js';
+export type { ActorOptions, ListJobsOptions, BulkOptions, Resolution } from './jobs/job-admin.js';
+export type { Backoff } from './jobs/retry-policy.js';
+export type { PayloadSchema } from './jobs/standard-schema.js';
+export { retryAfter, discard, hold, RetryAfter, Discard, Hold, JobControl } from './jobs/job-control.js';
+export type { JobRecord, JobState, JobErrorEntry } from './db/job-row.js';
+export { JOB_STATES } from './db/job-row.js';
+export type { QueueRow, AuditRow } from './db/queues.js';
+export type { StatsRow } from './db/jobs-admin.js';
+export type { MigrateResult } from './db/migrator.js';
+export type { Executor } from './db/executor.js';
+export type { Retention } from './maintenance/job-maintenance.js';
+export { DEFAULT_RETENTION } from './maintenance/job-maintenance.js';
+export type { NightshiftEvent, NightshiftEventType, EventListener } from './telemetry/events.js';
+export * from './errors.js';

@@ -1,0 +1,157 @@
+import { ConfigError, unknownKey, type Issue } from '../errors.js';
+import type { Executor } from '../db/executor.js';
+import type { Backoff } from './retry-policy.js';
+import type { JobControl } from './job-control.js';
+import { isPayloadSchema, type PayloadSchema, type SchemaInput, type SchemaOutput } from './standard-schema.js';
+import type { EnqueueOptions, EnqueueResult } from './enqueue-options.js';
+
+/** Delivery guarantee of a kind. */
+export type Delivery = 'at-least-once' | 'at-most-once';
+
+/** A logger as handlers see it (a pino logger fits). */
+export interface JobLogger {
+  debug(obj: object | string, msg?: string): void;
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+/** What a handler receives besides its payload. */
+export interface JobContext {
+  /** The job's id: stable across retries, so downstream systems can dedupe on it. */
+  readonly jobId: string;
+  readonly kind: string;
+  readonly queue: string;
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  readonly maxAttempts: number;
+  /** The fencing token of this attempt's lease; pass it to writes that must refuse a stale worker. */
+  readonly leaseToken: string;
+  /** Aborts on timeout, cancel, loss of the lease, and shutdown; `signal.reason` says which. */
+  readonly signal: AbortSignal;
+  /** Renews the lease now (leases are also renewed automatically every `heartbeatMs`). */
+  heartbeat(): Promise<void>;
+  /** A logger carrying the job id, kind, queue and attempt. */
+  readonly log: JobLogger;
+  /** The shared pool, to do work or enqueue follow-up jobs in your own transaction. */
+  readonly db: Executor;
+  /** Enqueues a follow-up job. */
+  enqueue<S extends PayloadSchema>(job: JobDefinition<S> | string, payload: SchemaInput<S>, options?: EnqueueOptions): Promise<EnqueueResult>;
+}
+
+/** What a handler may return: nothing (success) or an explicit control result. */
+export type JobHandlerResult = void | undefined | JobControl | unknown;
+
+/** The options of {@link defineJob}. */
+export interface JobOptions<S extends PayloadSchema> {
+  /** The job's kind: its stable name, 1 to 128 characters of letters, digits, _ . : - */
+  kind: string;
+  /** A Standard Schema (zod 4, valibot, …) for the payload; enqueue validates against it. */
+  payload: S;
+  /** The handler. */
+  run: (payload: SchemaOutput<S>, ctx: JobContext) => Promise<JobHandlerResult> | JobHandlerResult;
+  /** Queue the kind goes to by default. Default `'default'`. */
+  queue?: string;
+  /** Lower runs first, -1000 to 1000. Default 0. */
+  priority?: number;
+  /** Attempts before the job is discarded, 1 to 1000. Default 10. */
+  maxAttempts?: number;
+  /** Delay between attempts. Default exponential from 1 s, factor 2, up to 1 h, 25% jitter. */
+  backoff?: Backoff;
+  /** Aborts a run after this long (signal aborted, attempt failed). Default: no timeout. */
+  timeoutMs?: number;
+  /** Default `'at-least-once'`. An at-most-once job is never run twice: if its worker dies, it is abandoned. */
+  delivery?: Delivery;
+}
+
+/** A job kind, as returned by {@link defineJob}. */
+export interface JobDefinition<S extends PayloadSchema = PayloadSchema> {
+  readonly kind: string;
+  readonly schema: S;
+  readonly run: (payload: SchemaOutput<S>, ctx: JobContext) => Promise<JobHandlerResult> | JobHandlerResult;
+  readonly queue: string;
+  readonly priority: number;
+  readonly maxAttempts: number;
+  readonly backoff: Backoff | undefined;
+  readonly timeoutMs: number | undefined;
+  readonly delivery: Delivery;
+}
+
+/** Names of kinds and queues: 1 to 128 characters of letters, digits, _ . : - */
+export const NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
+const NAME_RULE = 'use 1 to 128 characters of letters, digits, _ . : -';
+
+const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery'];
+
+/** Checks a name (kind, queue); returns the problem or undefined. */
+export function nameProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string') return `must be a string, got ${typeof value}`;
+  if (!NAME_PATTERN.test(value)) return `"${value.length > 60 ? `${value.slice(0, 60)}…` : value}" is not allowed: ${NAME_RULE}`;
+  return undefined;
+}
+
+function isInt(v: unknown, min: number, max: number): boolean {
+  return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+}
+
+/**
+ * Defines a job kind: its payload schema, handler and defaults. Payload types flow from the
+ * schema into `run` and into `enqueue`. Invalid options throw NS_CONFIG_INVALID listing every problem.
+ */
+export function defineJob<S extends PayloadSchema>(options: JobOptions<S>): JobDefinition<S> {
+  const issues: Issue[] = [];
+  const o = (options ?? {}) as unknown as Record<string, unknown>;
+  for (const key of Object.keys(o)) {
+    if (!JOB_OPTION_KEYS.includes(key)) issues.push(unknownKey(key, JOB_OPTION_KEYS));
+  }
+  const kindProblem = nameProblem(o.kind);
+  if (kindProblem) issues.push({ path: 'kind', message: kindProblem });
+  if (!isPayloadSchema(o.payload)) {
+    issues.push({ path: 'payload', message: 'must be a Standard Schema such as z.object({...}) from zod 4' });
+  }
+  if (typeof o.run !== 'function') issues.push({ path: 'run', message: 'must be a function (payload, ctx) => …' });
+  if (o.queue !== undefined) {
+    const p = nameProblem(o.queue);
+    if (p) issues.push({ path: 'queue', message: p });
+  }
+  if (o.priority !== undefined && !isInt(o.priority, -1000, 1000)) {
+    issues.push({ path: 'priority', message: 'must be an integer from -1000 to 1000 (lower runs first)' });
+  }
+  if (o.maxAttempts !== undefined && !isInt(o.maxAttempts, 1, 1000)) {
+    issues.push({ path: 'maxAttempts', message: 'must be an integer from 1 to 1000' });
+  }
+  if (o.timeoutMs !== undefined && !isInt(o.timeoutMs, 1, 2_147_483_647)) {
+    issues.push({ path: 'timeoutMs', message: 'must be a positive integer number of milliseconds' });
+  }
+  if (o.delivery !== undefined && o.delivery !== 'at-least-once' && o.delivery !== 'at-most-once') {
+    issues.push({ path: 'delivery', message: "must be 'at-least-once' or 'at-most-once'" });
+  }
+  issues.push(...backoffProblems(o.backoff));
+  const label = typeof o.kind === 'string' ? `job "${o.kind}"` : 'job definition';
+  if (issues.length) throw new ConfigError(label, issues);
+  return Object.freeze({
+    kind: options.kind,
+    schema: options.payload,
+    run: options.run,
+    queue: options.queue ?? 'default',
+    priority: options.priority ?? 0,
+    maxAttempts: options.maxAttempts ?? 10,
+    backoff: options.backoff,
+    timeoutMs: options.timeoutMs,
+    delivery: options.delivery ?? 'at-least-once',
+  });
+}
+
+function backoffProblems(b: unknown): Issue[] {
+  if (b === undefined || typeof b === 'function') return [];
+  if (typeof b !== 'object' || b === null) return [{ path: 'backoff', message: 'must be an object or a function (attempt, error) => ms' }];
+  const issues: Issue[] = [];
+  const keys = ['initialMs', 'factor', 'maxMs', 'jitter'];
+  for (const [k, v] of Object.entries(b)) {
+    if (!keys.includes(k)) issues.push(unknownKey(`backoff.${k}`, keys.map((x) => `backoff.${x}`)));
+    else if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) issues.push({ path: `backoff.${k}`, message: 'must be a finite number ≥ 0' });
+    else if (k === 'jitter' && v > 1) issues.push({ path: 'backoff.jitter', message: 'must be between 0 and 1' });
+    else if (k === 'factor' && v < 1) issues.push({ path: 'backoff.factor', message: 'must be ≥ 1' });
+  }
+  return issues;
+}

@@ -1,0 +1,168 @@
+import { OptionsInvalidError, unknownKey, type Issue } from '../errors.js';
+import { isExecutor, type Executor } from '../db/executor.js';
+import type { JobInsertRow } from '../db/jobs-insert.js';
+import { nameProblem, type JobDefinition } from './define-job.js';
+
+/** Options of one enqueue. All optional; the kind's definition gives the defaults. */
+export interface EnqueueOptions {
+  /** Run at this time (a Date, or an ISO-8601 string with a zone: `Z` or `+02:00`). */
+  runAt?: Date | string;
+  /** Run after this many ms, measured on the database clock. */
+  delayMs?: number;
+  /** Lower runs first, -1000 to 1000. */
+  priority?: number;
+  /** Queue name; default the kind's queue. */
+  queue?: string;
+  /** Attempts before the job is discarded, 1 to 1000. */
+  maxAttempts?: number;
+  /** If not started by then, the job is not run: its state becomes `expired`, with the reason. */
+  expiresAt?: Date | string;
+  /** Like `expiresAt`, counted from now on the database clock. */
+  maxAgeMs?: number;
+  /** At most one pending job per kind and key: a repeat returns the pending job instead (see docs/jobs.md). */
+  dedupeKey?: string;
+  /** With `dedupeKey`: a repeat within the window moves the pending job to now + debounceMs and keeps the latest payload. */
+  debounceMs?: number;
+  /** Your own pg client inside a transaction: the job commits or rolls back with it (outbox pattern). */
+  db?: Executor;
+  /** W3C trace context (`traceparent`, `tracestate`) to continue when the job runs. */
+  traceContext?: Record<string, string>;
+}
+
+/** What an enqueue did. */
+export interface EnqueueResult {
+  /** The job's id (stable across retries). With a dedupe hit, the id of the pending job that absorbed this one. */
+  id: string;
+  /** True when a pending job with the same dedupe key absorbed this enqueue. */
+  deduped: boolean;
+}
+
+const OPTION_KEYS = [
+  'runAt',
+  'delayMs',
+  'priority',
+  'queue',
+  'maxAttempts',
+  'expiresAt',
+  'maxAgeMs',
+  'dedupeKey',
+  'debounceMs',
+  'db',
+  'traceContext',
+];
+
+/** 100 years: beyond that a delay is a bug, and the database's interval arithmetic overflows later. */
+const MAX_DELAY_MS = 100 * 365 * 24 * 3_600_000;
+const ZONED_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
+
+function parseTime(value: unknown, path: string, issues: Issue[]): Date | null {
+  if (value === undefined) return null;
+  let d: Date | undefined;
+  if (value instanceof Date) d = value;
+  else if (typeof value === 'string') {
+    if (!ZONED_ISO.test(value)) {
+      issues.push({ path, message: `"${value.slice(0, 40)}" is ambiguous or not ISO-8601: give a Date or a string like 2026-01-31T12:00:00Z with its zone` });
+      return null;
+    }
+    d = new Date(value);
+  } else {
+    issues.push({ path, message: 'must be a Date or an ISO-8601 string with a zone' });
+    return null;
+  }
+  const t = d.getTime();
+  if (Number.isNaN(t)) {
+    issues.push({ path, message: 'is an invalid date' });
+    return null;
+  }
+  if (t < Date.UTC(1970, 0, 1) || t > Date.UTC(9999, 0, 1)) {
+    issues.push({ path, message: 'is outside the years 1970 to 9999' });
+    return null;
+  }
+  return d;
+}
+
+function checkMs(value: unknown, path: string, issues: Issue[], min: number): number | null {
+  if (value === undefined) return null;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > MAX_DELAY_MS) {
+    issues.push({ path, message: `must be a finite number of milliseconds from ${min} to ${MAX_DELAY_MS}, got ${String(value)}` });
+    return null;
+  }
+  return value;
+}
+
+/** The validated options split into what goes to the database and where to run the insert. */
+export interface ResolvedEnqueue {
+  row: JobInsertRow;
+  debounced: boolean;
+  db: Executor | undefined;
+}
+
+/**
+ * Validates enqueue options against the kind's defaults and builds the row to insert (payload
+ * filled in by the caller). Reports every problem at once; throws NS_OPTIONS_INVALID.
+ */
+export function resolveEnqueueOptions(def: JobDefinition, options: EnqueueOptions | undefined, payload: string): ResolvedEnqueue {
+  const o = (options ?? {}) as Record<string, unknown>;
+  const issues: Issue[] = [];
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) {
+    throw new OptionsInvalidError(`enqueue options for "${def.kind}"`, [{ path: '', message: 'options must be an object' }]);
+  }
+  for (const key of Object.keys(o)) if (!OPTION_KEYS.includes(key)) issues.push(unknownKey(key, OPTION_KEYS));
+  const runAt = parseTime(o.runAt, 'runAt', issues);
+  const delayMs = checkMs(o.delayMs, 'delayMs', issues, 0);
+  if (o.runAt !== undefined && o.delayMs !== undefined) issues.push({ path: 'delayMs', message: 'give runAt or delayMs, not both' });
+  const expiresAt = parseTime(o.expiresAt, 'expiresAt', issues);
+  const maxAgeMs = checkMs(o.maxAgeMs, 'maxAgeMs', issues, 1);
+  if (o.expiresAt !== undefined && o.maxAgeMs !== undefined) issues.push({ path: 'maxAgeMs', message: 'give expiresAt or maxAgeMs, not both' });
+  if (runAt && expiresAt && expiresAt <= runAt) issues.push({ path: 'expiresAt', message: 'is not after runAt: the job could never run' });
+  if (delayMs !== null && maxAgeMs !== null && maxAgeMs <= delayMs) issues.push({ path: 'maxAgeMs', message: 'is not longer than delayMs: the job could never run' });
+  if (o.priority !== undefined && !(typeof o.priority === 'number' && Number.isInteger(o.priority) && o.priority >= -1000 && o.priority <= 1000)) {
+    issues.push({ path: 'priority', message: `must be an integer from -1000 to 1000 (lower runs first), got ${String(o.priority)}` });
+  }
+  if (o.maxAttempts !== undefined && !(typeof o.maxAttempts === 'number' && Number.isInteger(o.maxAttempts) && o.maxAttempts >= 1 && o.maxAttempts <= 1000)) {
+    issues.push({ path: 'maxAttempts', message: `must be an integer from 1 to 1000, got ${String(o.maxAttempts)}` });
+  }
+  if (o.queue !== undefined) {
+    const p = nameProblem(o.queue);
+    if (p) issues.push({ path: 'queue', message: p });
+  }
+  if (o.dedupeKey !== undefined) {
+    if (typeof o.dedupeKey !== 'string' || o.dedupeKey.length < 1 || o.dedupeKey.length > 512) {
+      issues.push({ path: 'dedupeKey', message: 'must be a string of 1 to 512 characters (hash longer keys)' });
+    } else if (o.dedupeKey.includes('\u0000') || !o.dedupeKey.isWellFormed()) {
+      issues.push({ path: 'dedupeKey', message: 'has a NUL character or a lone surrogate' });
+    }
+  }
+  const debounceMs = checkMs(o.debounceMs, 'debounceMs', issues, 0);
+  if (debounceMs !== null) {
+    if (o.dedupeKey === undefined) issues.push({ path: 'debounceMs', message: 'needs a dedupeKey: debounce moves the pending job with the same key' });
+    if (o.runAt !== undefined || o.delayMs !== undefined) issues.push({ path: 'debounceMs', message: 'sets the run time itself; drop runAt/delayMs' });
+  }
+  if (o.db !== undefined && !isExecutor(o.db)) issues.push({ path: 'db', message: 'must be a pg Client, PoolClient or Pool (something with query())' });
+  let traceContext: string | null = null;
+  if (o.traceContext !== undefined) {
+    const tc = o.traceContext;
+    if (typeof tc !== 'object' || tc === null || Object.values(tc).some((v) => typeof v !== 'string' || v.length > 1024)) {
+      issues.push({ path: 'traceContext', message: 'must be an object of short strings (traceparent, tracestate)' });
+    } else traceContext = JSON.stringify(tc);
+  }
+  if (issues.length) throw new OptionsInvalidError(`enqueue options for "${def.kind}"`, issues);
+  return {
+    row: {
+      kind: def.kind,
+      queue: (o.queue as string | undefined) ?? def.queue,
+      priority: (o.priority as number | undefined) ?? def.priority,
+      runAt,
+      delayMs: debounceMs ?? delayMs,
+      payload,
+      maxAttempts: (o.maxAttempts as number | undefined) ?? def.maxAttempts,
+      atMostOnce: def.delivery === 'at-most-once',
+      dedupeKey: (o.dedupeKey as string | undefined) ?? null,
+      expiresAt,
+      maxAgeMs,
+      traceContext,
+    },
+    debounced: debounceMs !== null,
+    db: o.db as Executor | undefined,
+  };
+}

@@ -1,0 +1,125 @@
+import { jobInsert, type JobInsertResult, type JobInsertRow } from '../db/jobs-insert.js';
+import type { Database } from '../db/database.js';
+import type { Executor } from '../db/executor.js';
+import { OptionsInvalidError, StoppedError } from '../errors.js';
+import type { EventBus } from '../telemetry/events.js';
+import type { JobDefinition } from './define-job.js';
+import { resolveEnqueueOptions, type EnqueueOptions, type EnqueueResult, type ResolvedEnqueue } from './enqueue-options.js';
+import { InsertBatcher } from './insert-batcher.js';
+import type { JobRegistry } from './job-registry.js';
+import { serialisePayload } from './payload.js';
+
+/** Options for one payload of a bulk enqueue: shared, or computed per payload. */
+export type EnqueueManyOptions<P> = EnqueueOptions | ((payload: P, index: number) => EnqueueOptions);
+
+/** Rows per INSERT statement of a bulk enqueue. */
+const BULK_CHUNK = 5_000;
+
+/** Validates and writes jobs: alone, in bulk, or inside the caller's transaction. */
+export class Enqueuer {
+  private readonly batcher: InsertBatcher;
+  stopped = false;
+
+  constructor(
+    private readonly db: Database,
+    private readonly registry: JobRegistry,
+    private readonly maxPayloadBytes: number,
+    private readonly events: EventBus,
+    batching: { maxInFlight: number; maxBatch: number },
+  ) {
+    this.batcher = new InsertBatcher((rows) => jobInsert(db.pool.pool, db.insert, rows, false), batching.maxInFlight, batching.maxBatch);
+  }
+
+  /** Enqueues one job. Resolves once it is committed (or, with `{ db }`, once it is part of the caller's transaction). */
+  async enqueue(job: JobDefinition | string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
+    if (this.stopped && !options?.db) throw new StoppedError('enqueue');
+    const def = this.registry.resolve(job);
+    const json = await serialisePayload(def.kind, def.schema, payload, this.maxPayloadBytes);
+    const r = resolveEnqueueOptions(def, options, json);
+    let result: JobInsertResult;
+    if (r.db) [result] = (await jobInsert(r.db, this.db.insert, [r.row], r.debounced)) as [JobInsertResult];
+    else if (r.row.dedupeKey === null) result = await this.batcher.add(r.row);
+    else [result] = (await jobInsert(this.db.pool.pool, this.db.insert, [r.row], r.debounced)) as [JobInsertResult];
+    this.emitEnqueued(r.row, result);
+    return result;
+  }
+
+  /**
+   * Enqueues many jobs of one kind atomically: every payload is validated first, and either all
+   * are written or none. Repeated dedupe keys within the call behave as if enqueued one by one.
+   */
+  async enqueueMany<P>(job: JobDefinition | string, payloads: readonly P[], options?: EnqueueManyOptions<P>): Promise<EnqueueResult[]> {
+    if (!Array.isArray(payloads)) {
+      throw new OptionsInvalidError('enqueueMany', [{ path: 'payloads', message: 'must be an array of payloads' }]);
+    }
+    const def = this.registry.resolve(job);
+    const resolved: ResolvedEnqueue[] = [];
+    for (let i = 0; i < payloads.length; i++) {
+      const opts = typeof options === 'function' ? options(payloads[i]!, i) : options;
+      const json = await serialisePayload(def.kind, def.schema, payloads[i], this.maxPayloadBytes).catch((err: unknown) => {
+        throw withIndex(err, i);
+      });
+      try {
+        resolved.push(resolveEnqueueOptions(def, opts, json));
+      } catch (err) {
+        throw withIndex(err, i);
+      }
+    }
+    if (resolved.length === 0) return [];
+    const dbs = new Set(resolved.map((r) => r.db));
+    if (dbs.size > 1) {
+      throw new OptionsInvalidError('enqueueMany', [{ path: 'db', message: 'every payload of one call must use the same db' }]);
+    }
+    const callerDb = resolved[0]!.db;
+    if (this.stopped && !callerDb) throw new StoppedError('enqueueMany');
+    const write = (tx: Executor) => this.insertRounds(tx, resolved);
+    const results = callerDb ? await write(callerDb) : await this.db.pool.transaction(write);
+    resolved.forEach((r, i) => this.emitEnqueued(r.row, results[i]!));
+    return results;
+  }
+
+  /** Waits until coalesced enqueues in flight have settled. */
+  async drain(): Promise<void> {
+    while (this.batcher.size > 0) await new Promise((r) => setImmediate(r));
+  }
+
+  // One statement may not touch the same pending job twice, so rows repeating a (kind, key)
+  // already in the round go to the next round, in order; rounds run in one transaction.
+  private async insertRounds(tx: Executor, rows: ResolvedEnqueue[]): Promise<EnqueueResult[]> {
+    const results: EnqueueResult[] = new Array(rows.length);
+    let remaining = rows.map((r, i) => ({ r, i }));
+    while (remaining.length > 0) {
+      const seen = new Set<string>();
+      const round: typeof remaining = [];
+      const later: typeof remaining = [];
+      for (const item of remaining) {
+        const key = item.r.row.dedupeKey === null ? null : `${item.r.debounced}:${item.r.row.dedupeKey}`;
+        if (key !== null && seen.has(key)) later.push(item);
+        else {
+          if (key !== null) seen.add(key);
+          round.push(item);
+        }
+      }
+      for (const debounced of [false, true]) {
+        const part = round.filter((x) => x.r.debounced === debounced);
+        for (let start = 0; start < part.length; start += BULK_CHUNK) {
+          const chunk = part.slice(start, start + BULK_CHUNK);
+          const out = await jobInsert(tx, this.db.insert, chunk.map((x) => x.r.row) as JobInsertRow[], debounced);
+          chunk.forEach((x, k) => (results[x.i] = out[k]!));
+        }
+      }
+      remaining = later;
+    }
+    return results;
+  }
+
+  private emitEnqueued(row: JobInsertRow, result: JobInsertResult): void {
+    if (!this.events.active) return;
+    this.events.emit({ type: 'job.enqueued', jobId: result.id, kind: row.kind, queue: row.queue, deduped: result.deduped });
+  }
+}
+
+function withIndex(err: unknown, index: number): unknown {
+  if (err instanceof Error) err.message = `payloads[${index}]: ${err.message}`;
+  return err;
+}

@@ -1,0 +1,87 @@
+import type { JobInsertResult, JobInsertRow } from '../db/jobs-insert.js';
+import { DatabaseError } from '../errors.js';
+
+interface Waiter {
+  row: JobInsertRow;
+  resolve(result: JobInsertResult): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Coalesces concurrent single enqueues that are not inside a caller's transaction into one
+ * multi-row INSERT. Each caller's promise resolves only after the statement that carries its row
+ * has committed (an auto-committed statement on the pool), so a resolved `enqueue` still means
+ * the job is committed. Rows queue while `maxInFlight` statements are running; a batch that fails
+ * for a reason other than the connection is retried row by row, so one caller's problem never
+ * fails another's enqueue.
+ */
+export class InsertBatcher {
+  private pending: Waiter[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly insert: (rows: JobInsertRow[]) => Promise<JobInsertResult[]>,
+    private readonly maxInFlight: number,
+    private readonly maxBatch: number,
+  ) {}
+
+  /** Queues one row; resolves when it is committed. */
+  add(row: JobInsertRow): Promise<JobInsertResult> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ row, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Rows queued or in flight. */
+  get size(): number {
+    return this.pending.length + this.inFlight;
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.maxInFlight) return;
+    this.scheduled = true;
+    // setImmediate rather than a microtask: callers that enqueue in the same turn of the event
+    // loop (Promise.all, many producers resuming together) land in one statement.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    while (this.pending.length > 0 && this.inFlight < this.maxInFlight) {
+      const batch = this.pending.splice(0, this.maxBatch);
+      this.inFlight++;
+      void this.send(batch).finally(() => {
+        this.inFlight--;
+        if (this.pending.length > 0) this.schedule();
+      });
+    }
+  }
+
+  private async send(batch: Waiter[]): Promise<void> {
+    try {
+      const results = await this.insert(batch.map((w) => w.row));
+      batch.forEach((w, i) => w.resolve(results[i]!));
+    } catch (err) {
+      if (batch.length === 1 || isConnectionError(err)) {
+        for (const w of batch) w.reject(err);
+        return;
+      }
+      for (const w of batch) {
+        try {
+          const [result] = await this.insert([w.row]);
+          w.resolve(result!);
+        } catch (rowErr) {
+          w.reject(rowErr);
+        }
+      }
+    }
+  }
+}
+
+function isConnectionError(err: unknown): boolean {
+  return err instanceof DatabaseError && err.message.startsWith('database unavailable');
+}

@@ -1,0 +1,206 @@
+import type { Database } from '../db/database.js';
+import { ADMIN_FROM, jobChange, jobCount, jobGet, jobList, jobStats, type AdminAction, type ChangedRow, type JobFilter, type StatsRow } from '../db/jobs-admin.js';
+import { JOB_STATES, type JobRecord, type JobState } from '../db/job-row.js';
+import { auditList, queueList, queueSetPaused, type AuditRow, type QueueRow } from '../db/queues.js';
+import { InvalidTransitionError, JobNotFoundError, OptionsInvalidError, type Issue } from '../errors.js';
+import { cleanText } from './error-text.js';
+import { nameProblem } from './define-job.js';
+
+/** Who does an admin action and why; written to the audit log. */
+export interface ActorOptions {
+  /** Who acts (a user, a service). Default: the client's `actor`, else `user@host`. */
+  actor?: string;
+  /** Why; kept with the audit entry and, for cancel and resolve, on the job. */
+  reason?: string;
+}
+
+/** Filters for listing jobs. */
+export interface ListJobsOptions {
+  kind?: string;
+  queue?: string;
+  state?: JobState | JobState[];
+  /** Page cursor: only jobs with a smaller id. */
+  beforeId?: string;
+  /** Default 50, at most 1000. */
+  limit?: number;
+}
+
+/** A bulk action's filter, and whether to only count. */
+export interface BulkOptions extends ActorOptions {
+  kind?: string;
+  queue?: string;
+  state?: JobState | JobState[];
+  ids?: string[];
+  /** Count what would change, change nothing. */
+  dryRun?: boolean;
+  /** Called after each batch with how many were changed so far. */
+  onProgress?: (done: number) => void;
+}
+
+/** How an operator resolves a held or abandoned job. */
+export type Resolution = 'completed' | 'failed' | 'retry';
+
+const ID = /^[1-9][0-9]{0,18}$/;
+
+function checkId(id: unknown): string {
+  const s = typeof id === 'number' && Number.isSafeInteger(id) ? String(id) : id;
+  if (typeof s !== 'string' || !ID.test(s)) {
+    throw new OptionsInvalidError('job id', [{ path: 'id', message: `"${String(id).slice(0, 40)}" is not a job id (a positive integer)` }]);
+  }
+  return s;
+}
+
+function checkStates(state: JobState | JobState[] | undefined, issues: Issue[]): JobState[] | undefined {
+  if (state === undefined) return undefined;
+  const list = Array.isArray(state) ? state : [state];
+  for (const s of list) {
+    if (!JOB_STATES.includes(s)) issues.push({ path: 'state', message: `"${String(s)}" is not a state; states are ${JOB_STATES.join(', ')}` });
+  }
+  return list;
+}
+
+function checkFilter(o: { kind?: string; queue?: string; state?: JobState | JobState[]; beforeId?: string; ids?: string[] }): JobFilter {
+  const issues: Issue[] = [];
+  if (o.kind !== undefined && nameProblem(o.kind)) issues.push({ path: 'kind', message: nameProblem(o.kind)! });
+  if (o.queue !== undefined && nameProblem(o.queue)) issues.push({ path: 'queue', message: nameProblem(o.queue)! });
+  const states = checkStates(o.state, issues);
+  if (o.beforeId !== undefined && !ID.test(String(o.beforeId))) issues.push({ path: 'beforeId', message: 'must be a job id' });
+  if (o.ids !== undefined && (!Array.isArray(o.ids) || o.ids.some((id) => !ID.test(String(id))))) issues.push({ path: 'ids', message: 'must be an array of job ids' });
+  if (issues.length) throw new OptionsInvalidError('job filter', issues);
+  return {
+    ...(o.kind !== undefined ? { kind: o.kind } : {}),
+    ...(o.queue !== undefined ? { queue: o.queue } : {}),
+    ...(states ? { states } : {}),
+    ...(o.beforeId !== undefined ? { beforeId: String(o.beforeId) } : {}),
+    ...(o.ids ? { ids: o.ids.map(String) } : {}),
+  };
+}
+
+/**
+ * The operator's view of jobs and queues: list, inspect, retry, cancel, resolve, pause and resume.
+ * Every change is one statement that also writes its audit entry (who, what, why, when).
+ */
+export class JobAdmin {
+  constructor(
+    protected readonly database: Database,
+    private readonly defaultActor: string,
+  ) {}
+
+  /** Jobs matching the filter, newest first. */
+  listJobs(options: ListJobsOptions = {}): Promise<JobRecord[]> {
+    const limit = options.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+      throw new OptionsInvalidError('listJobs options', [{ path: 'limit', message: 'must be an integer from 1 to 1000' }]);
+    }
+    return jobList(this.database.pool.pool, this.database.admin, checkFilter(options), limit);
+  }
+
+  /** One job with its error history; throws NS_JOB_NOT_FOUND. */
+  async getJob(id: string): Promise<JobRecord> {
+    const job = await jobGet(this.database.pool.pool, this.database.admin, checkId(id));
+    if (!job) throw new JobNotFoundError(String(id));
+    return job;
+  }
+
+  /** Runs a finished, held or abandoned job again now. */
+  async retryJob(id: string, options: ActorOptions = {}): Promise<JobRecord> {
+    return this.changeOne('retry', id, options);
+  }
+
+  /** Cancels a pending, held, abandoned or running job (a running job's handler gets its abort signal). */
+  async cancelJob(id: string, options: ActorOptions = {}): Promise<JobRecord> {
+    return this.changeOne('cancel', id, options);
+  }
+
+  /** Resolves a held or abandoned job as completed, failed (discarded) or to be retried. */
+  async resolveJob(id: string, options: ActorOptions & { as: Resolution }): Promise<JobRecord> {
+    const as = options?.as;
+    if (as !== 'completed' && as !== 'failed' && as !== 'retry') {
+      throw new OptionsInvalidError('resolveJob options', [{ path: 'as', message: "must be 'completed', 'failed' or 'retry'" }]);
+    }
+    return this.changeOne(`resolve-${as}`, id, options);
+  }
+
+  /** Retries every job matching the filter (default: discarded ones). Returns how many (or would, with dryRun). */
+  retryJobs(options: BulkOptions = {}): Promise<number> {
+    return this.changeMany('retry', { state: 'discarded', ...options });
+  }
+
+  /** Cancels every job matching the filter (default: pending ones). */
+  cancelJobs(options: BulkOptions = {}): Promise<number> {
+    return this.changeMany('cancel', { state: 'available', ...options });
+  }
+
+  /** Stops every process from claiming jobs of the queue until resumed. */
+  async pauseQueue(name: string, options: ActorOptions = {}): Promise<void> {
+    this.checkQueue(name);
+    await queueSetPaused(this.database.pool.pool, this.database.queues, name, true, this.actor(options), this.reason(options), this.database.channels.control);
+  }
+
+  /** Lets processes claim jobs of the queue again (and wakes them). */
+  async resumeQueue(name: string, options: ActorOptions = {}): Promise<void> {
+    this.checkQueue(name);
+    await queueSetPaused(this.database.pool.pool, this.database.queues, name, false, this.actor(options), this.reason(options), this.database.channels.control);
+  }
+
+  /** Every queue with jobs or a pause record, with counts per state. */
+  listQueues(): Promise<QueueRow[]> {
+    return queueList(this.database.pool.pool, this.database.queues);
+  }
+
+  /** Counts per queue, kind and state. */
+  stats(): Promise<StatsRow[]> {
+    return jobStats(this.database.pool.pool, this.database.admin);
+  }
+
+  /** Audit entries, newest first; `target` like `job:42` or `queue:mail`. */
+  listAudit(options: { target?: string; beforeId?: string; limit?: number } = {}): Promise<AuditRow[]> {
+    const limit = options.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+      throw new OptionsInvalidError('listAudit options', [{ path: 'limit', message: 'must be an integer from 1 to 1000' }]);
+    }
+    return auditList(this.database.pool.pool, this.database.queues, options.target ?? null, options.beforeId ?? null, limit);
+  }
+
+  private async changeOne(action: AdminAction, id: string, options: ActorOptions): Promise<JobRecord> {
+    const jobId = checkId(id);
+    const rows = await jobChange(this.database.pool.pool, this.database.admin, action, { ids: [jobId] }, this.who(options), 1, this.database.channels);
+    if (rows.length === 0) {
+      const job = await jobGet(this.database.pool.pool, this.database.admin, jobId);
+      if (!job) throw new JobNotFoundError(jobId);
+      throw new InvalidTransitionError(jobId, action.replace('-', ' as '), job.state, ADMIN_FROM[action]);
+    }
+    return this.getJob(jobId);
+  }
+
+  private async changeMany(action: AdminAction, options: BulkOptions): Promise<number> {
+    const filter = checkFilter(options);
+    if (options.dryRun) return jobCount(this.database.pool.pool, this.database.admin, filter, ADMIN_FROM[action]);
+    let done = 0;
+    let rows: ChangedRow[];
+    // In batches, so a bulk retry of a million jobs neither holds one huge transaction nor stalls workers.
+    do {
+      rows = await jobChange(this.database.pool.pool, this.database.admin, action, filter, this.who(options), 500, this.database.channels);
+      done += rows.length;
+      options.onProgress?.(done);
+    } while (rows.length === 500);
+    return done;
+  }
+
+  private checkQueue(name: string): void {
+    const p = nameProblem(name);
+    if (p) throw new OptionsInvalidError('queue', [{ path: 'queue', message: p }]);
+  }
+
+  private actor(o: ActorOptions): string {
+    return cleanText(o.actor ?? this.defaultActor, 200);
+  }
+
+  private reason(o: ActorOptions): string | null {
+    return o.reason === undefined ? null : cleanText(o.reason, 2_000);
+  }
+
+  private who(o: ActorOptions): { actor: string; reason: string | null } {
+    return { actor: this.actor(o), reason: this.reason(o) };
+  }
+}

@@ -1,0 +1,73 @@
+import type { Database } from '../db/database.js';
+import { jobExpire, jobPrune, jobRescue } from '../db/jobs-maintenance.js';
+import type { JobState } from '../db/job-row.js';
+import type { EventBus } from '../telemetry/events.js';
+
+/** How long finished jobs are kept, per state, in ms. `false` keeps them forever. */
+export type Retention = Partial<Record<'completed' | 'discarded' | 'cancelled' | 'expired', number | false>>;
+
+/** Default retention: completed jobs 1 day, failed, cancelled and expired ones 30 days. Held and abandoned jobs wait for an operator and are never pruned. */
+export const DEFAULT_RETENTION: Required<Retention> = {
+  completed: 86_400_000,
+  discarded: 30 * 86_400_000,
+  cancelled: 30 * 86_400_000,
+  expired: 30 * 86_400_000,
+};
+
+const BATCH = 1_000;
+
+/**
+ * Rescue of expired leases, expiry of pending jobs past their deadline, and pruning. Each is one
+ * atomic statement with SKIP LOCKED, so running them on many processes at once is safe; leader
+ * election only saves work, it never decides correctness.
+ */
+export class JobMaintenance {
+  constructor(
+    private readonly db: Database,
+    private readonly events: EventBus,
+  ) {}
+
+  /** Takes back jobs whose lease expired. Returns how many. */
+  async rescue(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const rows = await jobRescue(this.db.pool.pool, this.db.maintenance, BATCH, this.db.channels.jobs);
+      total += rows.length;
+      if (this.events.active) {
+        for (const r of rows) {
+          this.events.emit({ type: 'job.rescued', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, state: r.state, owner: r.owner });
+        }
+      }
+      if (rows.length < BATCH) return total;
+    }
+  }
+
+  /** Marks pending jobs past their deadline as expired. Returns how many. */
+  async expire(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const rows = await jobExpire(this.db.pool.pool, this.db.maintenance, BATCH);
+      total += rows.length;
+      if (this.events.active) {
+        for (const r of rows) this.events.emit({ type: 'job.expired', jobId: r.id, kind: r.kind, queue: r.queue, attempt: 0 });
+      }
+      if (rows.length < BATCH) return total;
+    }
+  }
+
+  /** Deletes finished jobs older than their state's retention. Returns how many per state. */
+  async prune(retention: Retention = DEFAULT_RETENTION): Promise<Partial<Record<JobState, number>>> {
+    const result: Partial<Record<JobState, number>> = {};
+    for (const [state, ms] of Object.entries({ ...DEFAULT_RETENTION, ...retention })) {
+      if (ms === false || ms === undefined) continue;
+      let n = 0;
+      for (;;) {
+        const deleted = await jobPrune(this.db.pool.pool, this.db.maintenance, state, ms, BATCH);
+        n += deleted;
+        if (deleted < BATCH) break;
+      }
+      result[state as JobState] = n;
+    }
+    return result;
+  }
+}

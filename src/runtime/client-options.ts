@@ -1,0 +1,162 @@
+import { hostname, userInfo } from 'node:os';
+import { z } from 'zod';
+import { ConfigError, unknownKey, type Issue } from '../errors.js';
+import type { PgPool } from '../db/pool.js';
+import type { JobDefinition } from '../jobs/define-job.js';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../jobs/payload.js';
+import type { Retention } from '../maintenance/job-maintenance.js';
+import type { Logger } from '../telemetry/logger.js';
+
+/** Options of {@link createNightshift}. Every field's default is stated. */
+export interface NightshiftOptions {
+  /** PostgreSQL URL. Give this or `pool`. */
+  databaseUrl?: string;
+  /** Your own pg Pool (nightshift will not end it). Give this or `databaseUrl`. */
+  pool?: PgPool;
+  /** Schema holding nightshift's tables. Default `nightshift`. */
+  schema?: string;
+  /** Job kinds this client knows (and, once started, runs). */
+  jobs?: JobDefinition[];
+  /** Jobs run at once by this process, across queues. Default 10. */
+  concurrency?: number;
+  /** Queues to claim from, optionally with their own concurrency. Default: the queues of `jobs`. */
+  queues?: string[] | Record<string, { concurrency?: number }>;
+  /** Lease length. Default 30 000 ms. */
+  leaseMs?: number;
+  /** Lease renewal interval, below `leaseMs`. Default 10 000 ms. */
+  heartbeatMs?: number;
+  /** Longest wait between polls of an idle queue (the bound on latency if every notification is lost). Default 1000 ms. */
+  pollIntervalMs?: number;
+  /** On stop, how long running jobs may finish before they are aborted and handed back. Default 25 000 ms. */
+  shutdownGraceMs?: number;
+  /** Largest payload, in bytes of JSON. Default 1 MiB. */
+  maxPayloadBytes?: number;
+  /** Connections in the shared pool (when nightshift creates it). Default 10. */
+  maxConnections?: number;
+  /** Rescue, expiry and pruning in this process. Default true. */
+  maintenance?: boolean;
+  /** How often maintenance runs. Default 5000 ms. */
+  maintenanceIntervalMs?: number;
+  /** How long finished jobs are kept, per state. Default: completed 1 day, others 30 days. */
+  retention?: Retention;
+  /** LISTEN for wake-ups (polling still runs). Default true. */
+  listen?: boolean;
+  /** Named prepared statements; turn off behind a transaction-mode pooler. Default true. */
+  preparedStatements?: boolean;
+  /** Your logger (pino or compatible). Default: pino JSON at NIGHTSHIFT_LOG_LEVEL or info. */
+  logger?: Logger;
+  /** The actor written to the audit log when an action names none. Default `user@host`. */
+  actor?: string;
+  /** This process's name in leases. Default `host:pid`. */
+  owner?: string;
+  /** Concurrent enqueues coalesced into one INSERT: statements in flight at once. Default 2. */
+  enqueueBatchInFlight?: number;
+}
+
+const positiveInt = (max: number) => z.number().int().min(1).max(max);
+const ms = positiveInt(2_147_483_647);
+
+const schema = z
+  .object({
+    databaseUrl: z.string().min(1).optional(),
+    pool: z.custom<PgPool>((v) => typeof v === 'object' && v !== null && typeof (v as { connect?: unknown }).connect === 'function', 'must be a pg Pool').optional(),
+    schema: z.string().optional(),
+    jobs: z.array(z.custom<JobDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as JobDefinition).kind === 'string' && typeof (v as JobDefinition).run === 'function', 'must be created with defineJob')).optional(),
+    concurrency: positiveInt(10_000).optional(),
+    queues: z.union([z.array(z.string()), z.record(z.string(), z.object({ concurrency: positiveInt(10_000).optional() }).strict())]).optional(),
+    leaseMs: ms.min(1_000).optional(),
+    heartbeatMs: ms.min(100).optional(),
+    pollIntervalMs: ms.min(10).optional(),
+    shutdownGraceMs: z.number().int().min(0).max(2_147_483_647).optional(),
+    maxPayloadBytes: positiveInt(256 * 1_048_576).optional(),
+    maxConnections: positiveInt(1_000).optional(),
+    maintenance: z.boolean().optional(),
+    maintenanceIntervalMs: ms.min(100).optional(),
+    retention: z.record(z.enum(['completed', 'discarded', 'cancelled', 'expired']), z.union([z.number().min(0), z.literal(false)])).optional(),
+    listen: z.boolean().optional(),
+    preparedStatements: z.boolean().optional(),
+    logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function' && typeof (v as Logger).child === 'function', 'must be a pino logger (or one with info/warn/error/debug/child)').optional(),
+    actor: z.string().min(1).max(200).optional(),
+    owner: z.string().min(1).max(200).optional(),
+    enqueueBatchInFlight: positiveInt(64).optional(),
+  })
+  .strict();
+
+/** The resolved, validated, frozen client settings. */
+export interface ResolvedOptions {
+  databaseUrl: string | undefined;
+  pool: PgPool | undefined;
+  schema: string;
+  jobs: JobDefinition[];
+  concurrency: number;
+  queues: Map<string, number> | undefined;
+  leaseMs: number;
+  heartbeatMs: number;
+  pollIntervalMs: number;
+  shutdownGraceMs: number;
+  maxPayloadBytes: number;
+  maxConnections: number;
+  maintenance: boolean;
+  maintenanceIntervalMs: number;
+  retention: Retention;
+  listen: boolean;
+  preparedStatements: boolean;
+  logger: Logger | undefined;
+  actor: string;
+  owner: string;
+  enqueueBatchInFlight: number;
+}
+
+const KEYS = Object.keys(schema.shape);
+
+/** Validates client options, reporting every problem at once with a did-you-mean for typos. */
+export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptions> {
+  const issues: Issue[] = [];
+  if (typeof input !== 'object' || input === null) throw new ConfigError('nightshift options', [{ path: '', message: 'must be an object' }]);
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    for (const i of parsed.error.issues) {
+      if (i.code === 'unrecognized_keys') for (const k of i.keys) issues.push(unknownKey([...i.path, k].join('.'), KEYS));
+      else issues.push({ path: i.path.join('.'), message: i.message });
+    }
+  }
+  const o = input;
+  if (!o.databaseUrl && !o.pool) issues.push({ path: 'databaseUrl', message: 'give databaseUrl (or DATABASE_URL) or pool' });
+  if (o.databaseUrl && o.pool) issues.push({ path: 'pool', message: 'give databaseUrl or pool, not both' });
+  const leaseMs = o.leaseMs ?? 30_000;
+  const heartbeatMs = o.heartbeatMs ?? Math.min(10_000, Math.floor(leaseMs / 3));
+  if (heartbeatMs >= leaseMs) issues.push({ path: 'heartbeatMs', message: `must be below leaseMs (${leaseMs}); a third of it is a good value` });
+  if (issues.length) throw new ConfigError('nightshift options', issues);
+  let queues: Map<string, number> | undefined;
+  if (Array.isArray(o.queues)) queues = new Map(o.queues.map((q) => [q, Infinity]));
+  else if (o.queues) queues = new Map(Object.entries(o.queues).map(([q, v]) => [q, v.concurrency ?? Infinity]));
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // No passwd entry (some containers).
+  }
+  return Object.freeze({
+    databaseUrl: o.databaseUrl,
+    pool: o.pool,
+    schema: o.schema ?? 'nightshift',
+    jobs: o.jobs ?? [],
+    concurrency: o.concurrency ?? 10,
+    queues,
+    leaseMs,
+    heartbeatMs,
+    pollIntervalMs: o.pollIntervalMs ?? 1_000,
+    shutdownGraceMs: o.shutdownGraceMs ?? 25_000,
+    maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+    maxConnections: o.maxConnections ?? 10,
+    maintenance: o.maintenance ?? true,
+    maintenanceIntervalMs: o.maintenanceIntervalMs ?? 5_000,
+    retention: o.retention ?? {},
+    listen: o.listen ?? true,
+    preparedStatements: o.preparedStatements ?? true,
+    logger: o.logger,
+    actor: o.actor ?? `${user}@${hostname()}`,
+    owner: o.owner ?? `${hostname()}:${process.pid}`,
+    enqueueBatchInFlight: o.enqueueBatchInFlight ?? 2,
+  });
+}

@@ -1,0 +1,251 @@
+import { Database } from '../db/database.js';
+import { Listener } from '../db/listener.js';
+import { assertMigrated, migrate, type MigrateResult } from '../db/migrator.js';
+import { createPool, type PoolHandle } from '../db/pool.js';
+import { kindRegister, settingPayloadLimit } from '../db/queues.js';
+import type { Executor } from '../db/executor.js';
+import { StoppedError } from '../errors.js';
+import type { JobDefinition } from '../jobs/define-job.js';
+import type { EnqueueOptions, EnqueueResult } from '../jobs/enqueue-options.js';
+import { Enqueuer, type EnqueueManyOptions } from '../jobs/enqueuer.js';
+import { JobAdmin } from '../jobs/job-admin.js';
+import { JobRegistry } from '../jobs/job-registry.js';
+import type { PayloadSchema, SchemaInput } from '../jobs/standard-schema.js';
+import { PeriodicTask } from '../lifecycle/periodic.js';
+import { JobMaintenance, type Retention } from '../maintenance/job-maintenance.js';
+import { EventBus, type EventListener } from '../telemetry/events.js';
+import { createLogger, logEvents, type Logger } from '../telemetry/logger.js';
+import { Worker } from '../worker/worker.js';
+import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './client-options.js';
+
+/**
+ * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
+ * rule (it owns the process's shared pool).
+ */
+export class Nightshift extends JobAdmin {
+  readonly options: Readonly<ResolvedOptions>;
+  readonly events = new EventBus();
+  readonly logger: Logger;
+  private readonly pool: PoolHandle;
+  private readonly registry: JobRegistry;
+  private readonly enqueuer: Enqueuer;
+  private readonly maintenance: JobMaintenance;
+  private worker: Worker | undefined;
+  private listener: Listener | undefined;
+  private tasks: PeriodicTask[] = [];
+  private state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
+  private stopping: Promise<void> | undefined;
+  private unlog: () => void;
+
+  constructor(input: NightshiftOptions) {
+    const options = resolveOptions(input);
+    const pool = createPool({
+      ...(options.databaseUrl ? { connectionString: options.databaseUrl } : {}),
+      ...(options.pool ? { pool: options.pool } : {}),
+      max: options.maxConnections,
+      applicationName: `nightshift:${options.owner}`,
+    });
+    const database = new Database(pool, options.schema, options.preparedStatements);
+    super(database, options.actor);
+    this.options = options;
+    this.pool = pool;
+    this.registry = new JobRegistry(options.jobs);
+    this.logger = options.logger ?? createLogger();
+    this.unlog = logEvents(this.events, this.logger);
+    this.enqueuer = new Enqueuer(database, this.registry, options.maxPayloadBytes, this.events, {
+      maxInFlight: options.enqueueBatchInFlight,
+      maxBatch: 1_000,
+    });
+    this.maintenance = new JobMaintenance(database, this.events);
+  }
+
+  /** The schema this client uses. */
+  get schema(): string {
+    return this.database.schema;
+  }
+
+  /** The shared pool, as an executor for your own queries. */
+  get db(): Executor {
+    return this.pool.pool;
+  }
+
+  /** Creates or upgrades the schema (safe to run from many replicas at once) and registers this client's kinds. */
+  async migrate(): Promise<MigrateResult> {
+    const result = await migrate(this.pool, this.database.schema);
+    await this.register();
+    return result;
+  }
+
+  /** Enqueues one job; resolves once it is committed (or part of your transaction with `{ db }`). */
+  enqueue<S extends PayloadSchema>(job: JobDefinition<S> | string, payload: SchemaInput<S>, options?: EnqueueOptions): Promise<EnqueueResult> {
+    return this.enqueuer.enqueue(job as JobDefinition | string, payload, options);
+  }
+
+  /** Enqueues many jobs of one kind atomically (all or none). */
+  enqueueMany<S extends PayloadSchema>(
+    job: JobDefinition<S> | string,
+    payloads: readonly SchemaInput<S>[],
+    options?: EnqueueManyOptions<SchemaInput<S>>,
+  ): Promise<EnqueueResult[]> {
+    return this.enqueuer.enqueueMany(job as JobDefinition | string, payloads, options as EnqueueManyOptions<unknown>);
+  }
+
+  /** Subscribes to the event stream; returns the unsubscribe function. */
+  on(listener: EventListener): () => void {
+    return this.events.on(listener);
+  }
+
+  /**
+   * Starts working: checks the schema, registers kinds, then claims and runs jobs of this client's
+   * kinds from its queues, listens for wake-ups, and runs maintenance. With no jobs it only
+   * enqueues and operates.
+   */
+  async start(): Promise<void> {
+    if (this.state === 'stopping' || this.state === 'stopped') throw new StoppedError('start');
+    if (this.state !== 'idle') return;
+    this.state = 'starting';
+    try {
+      await assertMigrated(this.pool.pool, this.database.schema);
+      await this.register();
+      const o = this.options;
+      const kinds = this.registry.kinds();
+      const queues = o.queues ?? new Map(this.registry.all().map((d) => [d.queue, Infinity]));
+      if (kinds.length > 0 && queues.size > 0) {
+        this.worker = new Worker(
+          this.database,
+          this.registry,
+          this.enqueuer,
+          {
+            owner: o.owner,
+            concurrency: o.concurrency,
+            queues,
+            kinds,
+            leaseMs: o.leaseMs,
+            heartbeatMs: o.heartbeatMs,
+            minPollMs: Math.min(50, o.pollIntervalMs),
+            maxPollMs: o.pollIntervalMs,
+            shutdownGraceMs: o.shutdownGraceMs,
+            abortGraceMs: Math.min(5_000, Math.max(500, o.shutdownGraceMs / 5)),
+          },
+          this.events,
+          this.logger,
+        );
+      }
+      if (this.worker && o.listen) await this.startListener();
+      this.worker?.start();
+      if (o.maintenance) this.startMaintenance();
+      this.state = 'running';
+    } catch (err) {
+      this.state = 'idle';
+      await this.stopParts();
+      throw err;
+    }
+  }
+
+  /**
+   * Stops: no new claims, running jobs finish within `shutdownGraceMs` or are handed back,
+   * coalesced enqueues settle, and the pool closes (unless it is yours). Safe before start and twice.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.state = 'stopping';
+      await this.stopParts();
+      this.enqueuer.stopped = true;
+      await this.enqueuer.drain();
+      this.unlog();
+      await this.pool.close();
+      this.state = 'stopped';
+    })();
+    return this.stopping;
+  }
+
+  /** Runs rescue and expiry once now; returns what each did. */
+  async runMaintenance(): Promise<{ rescued: number; expired: number }> {
+    return { rescued: await this.maintenance.rescue(), expired: await this.maintenance.expire() };
+  }
+
+  /** Deletes finished jobs older than their state's retention (default: this client's `retention`). */
+  prune(retention?: Retention) {
+    return this.maintenance.prune(retention ?? this.options.retention);
+  }
+
+  /** Jobs whose lease this process holds right now. */
+  get runningCount(): number {
+    return this.worker?.running ?? 0;
+  }
+
+  /** Queues this process claims from (empty before start or with no jobs). */
+  get workedQueues(): string[] {
+    return this.worker?.queues ?? [];
+  }
+
+  /** Whether the wake-up listener is connected (false when not listening). */
+  get listening(): boolean {
+    return this.listener?.connected ?? false;
+  }
+
+  /** Drops the listener's connection as a network fault would (for fault tests). */
+  dropListenerConnection(): void {
+    this.listener?.dropConnection();
+  }
+
+  private async register(): Promise<void> {
+    await kindRegister(this.pool.pool, this.database.queues, this.registry.kindRows());
+    await settingPayloadLimit(this.pool.pool, this.database.queues, this.options.maxPayloadBytes);
+  }
+
+  private async startListener(): Promise<void> {
+    const worker = this.worker!;
+    const { jobs, control } = this.database.channels;
+    const poolOptions = (this.pool.pool as unknown as { options?: Record<string, unknown> }).options;
+    this.listener = new Listener(
+      {
+        ...(this.options.databaseUrl ? { connectionString: this.options.databaseUrl } : { clientConfig: poolOptions ?? {} }),
+        channels: [jobs, control],
+        healthCheckMs: 15_000,
+        maxReconnectDelayMs: 5_000,
+        applicationName: `nightshift:${this.options.owner}`,
+      },
+      {
+        onNotify: (channel, payload) => {
+          if (channel === jobs) worker.wake(payload);
+          else if (payload.startsWith('cancel:')) worker.cancelled(payload.slice(7));
+          else if (payload.startsWith('resume:')) worker.wake(payload.slice(7));
+        },
+        onConnected: () => {
+          this.events.emit({ type: 'listener.connected' });
+          worker.wake();
+        },
+        onLost: (error) => this.events.emit({ type: 'listener.lost', error: error.message }),
+      },
+    );
+    await this.listener.start();
+  }
+
+  private startMaintenance(): void {
+    const onError = (task: string) => (err: unknown) =>
+      this.events.emit({ type: 'worker.error', where: `maintenance ${task}`, error: err instanceof Error ? err.message : String(err) });
+    const every = this.options.maintenanceIntervalMs;
+    const report = (task: string) => (count: number) => {
+      if (count > 0) this.events.emit({ type: 'maintenance.ran', task, count });
+    };
+    this.tasks = [
+      new PeriodicTask('rescue', every, () => this.maintenance.rescue().then(report('rescue')), onError('rescue')),
+      new PeriodicTask('expire', every, () => this.maintenance.expire().then(report('expire')), onError('expire')),
+      new PeriodicTask('prune', Math.max(every, 60_000), () => this.maintenance.prune(this.options.retention), onError('prune')),
+    ];
+    for (const t of this.tasks) t.start();
+  }
+
+  private async stopParts(): Promise<void> {
+    await Promise.all(this.tasks.map((t) => t.stop()));
+    this.tasks = [];
+    await this.worker?.stop();
+    await this.listener?.stop();
+  }
+}
+
+/** Creates a client. Options are validated at once (NS_CONFIG_INVALID lists every problem); nothing connects until used. */
+export function createNightshift(options: NightshiftOptions): Nightshift {
+  return new Nightshift(options);
+}

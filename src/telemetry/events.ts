@@ -1,0 +1,71 @@
+/**
+ * One typed event stream for everything nightshift does. Logs, metrics and traces are consumers
+ * of it, and users can subscribe too. Emitting with no subscriber costs one branch.
+ */
+
+/** Fields every job event carries. Never the payload. */
+export interface JobEventFields {
+  jobId: string;
+  kind: string;
+  queue: string;
+  attempt: number;
+}
+
+/** Every event, by type. */
+export type NightshiftEvent =
+  | ({ type: 'job.enqueued'; deduped: boolean } & Omit<JobEventFields, 'attempt'>)
+  | ({ type: 'job.started'; waitMs: number } & JobEventFields)
+  | ({ type: 'job.completed'; durationMs: number } & JobEventFields)
+  | ({ type: 'job.failed'; durationMs: number; error: string; willRetry: boolean; delayMs: number } & JobEventFields)
+  | ({ type: 'job.discarded'; reason: string } & JobEventFields)
+  | ({ type: 'job.held'; reason: string } & JobEventFields)
+  | ({ type: 'job.expired' } & JobEventFields)
+  | ({ type: 'job.cancelled' } & JobEventFields)
+  | ({ type: 'job.rescued'; state: string; owner: string | null } & JobEventFields)
+  | ({ type: 'job.released'; state: string } & JobEventFields)
+  | ({ type: 'job.refused'; operation: string; token: string } & JobEventFields)
+  | ({ type: 'job.lease-lost'; why: string } & JobEventFields)
+  | { type: 'listener.connected' }
+  | { type: 'listener.lost'; error: string }
+  | { type: 'worker.started'; owner: string; queues: string[]; concurrency: number }
+  | { type: 'worker.stopping'; owner: string; running: number }
+  | { type: 'worker.stopped'; owner: string }
+  | { type: 'worker.error'; where: string; error: string }
+  | { type: 'maintenance.ran'; task: string; count: number };
+
+/** The type names of {@link NightshiftEvent}. */
+export type NightshiftEventType = NightshiftEvent['type'];
+
+/** A subscriber. Exceptions it throws are swallowed: telemetry must never break work. */
+export type EventListener = (event: NightshiftEvent & { at: number }) => void;
+
+/** The event bus of one client. */
+export class EventBus {
+  private listeners: EventListener[] = [];
+
+  /** True when someone listens; callers skip building events otherwise. */
+  get active(): boolean {
+    return this.listeners.length > 0;
+  }
+
+  /** Subscribes; returns the unsubscribe function. */
+  on(listener: EventListener): () => void {
+    this.listeners = [...this.listeners, listener];
+    return () => {
+      this.listeners = this.listeners.filter((l) => l !== listener);
+    };
+  }
+
+  /** Delivers an event to every subscriber. */
+  emit(event: NightshiftEvent): void {
+    if (this.listeners.length === 0) return;
+    const stamped = Object.assign(event, { at: Date.now() });
+    for (const l of this.listeners) {
+      try {
+        l(stamped);
+      } catch {
+        // A broken subscriber must not fail a job.
+      }
+    }
+  }
+}

@@ -1,0 +1,239 @@
+import type { Database } from '../db/database.js';
+import { jobHeartbeat, jobRelease, type ClaimedRow } from '../db/jobs-run.js';
+import { JobCancelledError, ShutdownError } from '../errors.js';
+import type { Enqueuer } from '../jobs/enqueuer.js';
+import type { JobRegistry } from '../jobs/job-registry.js';
+import { PeriodicTask } from '../lifecycle/periodic.js';
+import { trackResource } from '../lifecycle/resources.js';
+import type { EventBus } from '../telemetry/events.js';
+import type { Logger } from '../telemetry/logger.js';
+import { ActiveJobs, type ActiveJob } from './active-jobs.js';
+import { Completer } from './completer.js';
+import { JobRunner } from './job-runner.js';
+import { QueueFetcher } from './queue-fetcher.js';
+import { Slots } from './slots.js';
+
+/** Resolved worker settings (see the client options for their documentation and defaults). */
+export interface WorkerSettings {
+  owner: string;
+  concurrency: number;
+  /** Queue → its own concurrency limit. */
+  queues: Map<string, number>;
+  /** Kinds this worker runs (it claims nothing else). */
+  kinds: string[];
+  leaseMs: number;
+  heartbeatMs: number;
+  minPollMs: number;
+  maxPollMs: number;
+  shutdownGraceMs: number;
+  /** After the grace period, how long aborted handlers get to return before their jobs are handed back. */
+  abortGraceMs: number;
+}
+
+/**
+ * Claims and runs jobs of the given queues and kinds: a claim loop per queue, a shared limit on
+ * concurrency, batched completion, one heartbeat statement for all held leases, and a bounded
+ * shutdown that hands unfinished jobs back at once.
+ */
+export class Worker {
+  private readonly active = new ActiveJobs();
+  private readonly global: Slots;
+  private readonly fetchers = new Map<string, QueueFetcher>();
+  private readonly completer: Completer;
+  private readonly runner: JobRunner;
+  private readonly heartbeat: PeriodicTask;
+  private readonly runs = new Set<Promise<unknown>>();
+  private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
+  private release: (() => void) | undefined;
+  private stopped: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Database,
+    registry: JobRegistry,
+    enqueuer: Enqueuer,
+    private readonly settings: WorkerSettings,
+    private readonly events: EventBus,
+    private readonly logger: Logger,
+  ) {
+    this.global = new Slots(settings.concurrency);
+    const onError = (where: string) => (err: unknown) => this.reportError(where, err);
+    this.completer = new Completer(db, 1_000, Math.max(1_000, settings.leaseMs - settings.heartbeatMs), onError('complete'));
+    this.runner = new JobRunner(db, registry, this.active, this.completer, enqueuer, events, logger, settings.leaseMs);
+    this.heartbeat = new PeriodicTask('heartbeat', settings.heartbeatMs, () => this.renewLeases(), onError('heartbeat'), 0);
+    for (const [queue, limit] of settings.queues) {
+      const local = new Slots(Math.min(limit, settings.concurrency));
+      const fetcher = new QueueFetcher(
+        db,
+        { queue, kinds: settings.kinds, owner: settings.owner, leaseMs: settings.leaseMs, minPollMs: settings.minPollMs, maxPollMs: settings.maxPollMs },
+        this.global,
+        local,
+        (row) => this.dispatch(row, local),
+        (row) => this.expired(row),
+        onError(`claim ${queue}`),
+      );
+      this.fetchers.set(queue, fetcher);
+    }
+  }
+
+  /** Queues this worker claims from. */
+  get queues(): string[] {
+    return [...this.fetchers.keys()];
+  }
+
+  /** Jobs whose lease this worker holds right now. */
+  get running(): number {
+    return this.active.size;
+  }
+
+  start(): void {
+    if (this.state !== 'new') return;
+    this.state = 'running';
+    this.release = trackResource('worker', this.settings.owner);
+    this.heartbeat.start();
+    for (const f of this.fetchers.values()) f.start();
+    this.events.emit({ type: 'worker.started', owner: this.settings.owner, queues: this.queues, concurrency: this.settings.concurrency });
+  }
+
+  /** A notification said `queue` has work (or, with no queue, the listener reconnected). */
+  wake(queue?: string): void {
+    if (queue === undefined) for (const f of this.fetchers.values()) f.wake();
+    else this.fetchers.get(queue)?.wake();
+  }
+
+  /** A job this worker holds was cancelled: abort its handler. */
+  cancelled(id: string): void {
+    const job = this.active.get(id);
+    if (!job || job.finished) return;
+    job.finished = true;
+    job.cause = 'cancelled';
+    job.controller.abort(new JobCancelledError(id));
+    this.active.remove(job);
+    const r = job.row;
+    this.events.emit({ type: 'job.cancelled', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt });
+  }
+
+  /**
+   * Graceful, bounded shutdown: stop claiming; let running jobs finish for up to
+   * `shutdownGraceMs`; then abort them, give handlers `abortGraceMs` to return, and hand every
+   * unfinished job back (available again at once; an at-most-once job that started is abandoned).
+   */
+  stop(): Promise<void> {
+    if (this.state === 'new') {
+      this.state = 'stopped';
+      return Promise.resolve();
+    }
+    this.stopped ??= this.shutdown();
+    return this.stopped;
+  }
+
+  private async shutdown(): Promise<void> {
+    this.state = 'stopping';
+    this.events.emit({ type: 'worker.stopping', owner: this.settings.owner, running: this.active.size });
+    await Promise.all([...this.fetchers.values()].map((f) => f.stop()));
+    if (!(await this.settle(this.settings.shutdownGraceMs))) {
+      const reason = new ShutdownError(this.settings.shutdownGraceMs);
+      for (const job of this.active.all()) {
+        if (job.finished) continue;
+        job.cause = 'shutdown';
+        job.controller.abort(reason);
+      }
+      await this.settle(this.settings.abortGraceMs);
+    }
+    await this.completer.drain();
+    await this.handBack(this.active.all().filter((j) => !j.finished));
+    await this.heartbeat.stop();
+    this.state = 'stopped';
+    this.release?.();
+    this.events.emit({ type: 'worker.stopped', owner: this.settings.owner });
+  }
+
+  /** Waits until every run has returned, or `ms` pass. True when all returned. */
+  private async settle(ms: number): Promise<boolean> {
+    if (this.runs.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    const all = (async () => {
+      while (this.runs.size > 0) await Promise.all([...this.runs]);
+      return true as const;
+    })();
+    const done = await Promise.race([all, timeout]);
+    clearTimeout(timer);
+    return done;
+  }
+
+  private dispatch(row: ClaimedRow, local: Slots): void {
+    const job = this.active.add(row);
+    const run = this.runner
+      .run(job)
+      .then(async (end) => {
+        if (end === 'interrupted') await this.handBack([job]);
+      })
+      .catch((err: unknown) => this.reportError('run', err))
+      .finally(() => {
+        this.runs.delete(run);
+        this.global.give(1);
+        local.give(1);
+      });
+    this.runs.add(run);
+  }
+
+  private expired(row: ClaimedRow): void {
+    this.events.emit({ type: 'job.expired', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt });
+  }
+
+  private async handBack(jobs: ActiveJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    for (const j of jobs) j.finished = true;
+    const at = new Date().toISOString();
+    try {
+      const rows = await jobRelease(
+        this.db.pool.pool,
+        this.db.run,
+        jobs.map((j) => ({
+          id: j.row.id,
+          token: j.row.lease_token,
+          started: j.started,
+          error: { attempt: j.row.attempt, at, kind: 'shutdown', message: `interrupted by shutdown of ${this.settings.owner}` },
+        })),
+        this.db.channels.jobs,
+      );
+      const state = new Map(rows.map((r) => [r.id, r.state]));
+      for (const j of jobs) {
+        this.active.remove(j);
+        const s = state.get(j.row.id);
+        if (s) this.events.emit({ type: 'job.released', jobId: j.row.id, kind: j.row.kind, queue: j.row.queue, attempt: j.row.attempt, state: s });
+      }
+    } catch (err) {
+      // Not handed back: the leases lapse and the rescuer takes the jobs within leaseMs.
+      this.reportError('release', err);
+      for (const j of jobs) this.active.remove(j);
+    }
+  }
+
+  private async renewLeases(): Promise<void> {
+    const jobs = this.active.all();
+    if (jobs.length === 0) return;
+    const held = await jobHeartbeat(
+      this.db.pool.pool,
+      this.db.run,
+      jobs.map((j) => j.row.id),
+      jobs.map((j) => j.row.lease_token),
+      this.settings.leaseMs,
+    );
+    for (const j of jobs) {
+      if (!held.has(j.row.id) && this.active.get(j.row.id) === j) {
+        this.runner.leaseLost(j, 'heartbeat found the lease taken (expired and rescued, or cancelled)');
+      }
+    }
+  }
+
+  private lastError = 0;
+  private reportError(where: string, err: unknown): void {
+    this.events.emit({ type: 'worker.error', where, error: err instanceof Error ? err.message : String(err) });
+    // Rate-limit: a database outage must not flood the log.
+    const now = Date.now();
+    if (now - this.lastError < 5_000) return;
+    this.lastError = now;
+    this.logger.error({ where, err: err instanceof Error ? { message: err.message, code: (err as { code?: string }).code } : String(err) }, `worker error in ${where}`);
+  }
+}
