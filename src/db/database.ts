@@ -16,6 +16,8 @@ export class Database {
   readonly admin;
   readonly queues;
   readonly channels: { jobs: string; control: string };
+  /** The schema's statement builder, for modules that keep their statements in their own db/ file. */
+  readonly statements: StatementSet;
 
   constructor(
     readonly pool: PoolHandle,
@@ -24,6 +26,7 @@ export class Database {
   ) {
     this.schema = validateSchemaName(schema);
     const set = new StatementSet(schema, preparedStatements);
+    this.statements = set;
     this.insert = jobInsertStatements(set);
     this.run = jobRunStatements(set);
     this.maintenance = jobMaintenanceStatements(set);

@@ -4,6 +4,7 @@ import type { Backoff } from './retry-policy.js';
 import type { JobControl } from './job-control.js';
 import { isPayloadSchema, type PayloadSchema, type SchemaInput, type SchemaOutput } from './standard-schema.js';
 import type { EnqueueOptions, EnqueueResult } from './enqueue-options.js';
+import { nameProblem } from './names.js';
 
 /** Delivery guarantee of a kind. */
 export type Delivery = 'at-least-once' | 'at-most-once';
@@ -77,18 +78,7 @@ export interface JobDefinition<S extends PayloadSchema = PayloadSchema> {
   readonly delivery: Delivery;
 }
 
-/** Names of kinds and queues: 1 to 128 characters of letters, digits, _ . : - */
-export const NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
-const NAME_RULE = 'use 1 to 128 characters of letters, digits, _ . : -';
-
 const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery'];
-
-/** Checks a name (kind, queue); returns the problem or undefined. */
-export function nameProblem(value: unknown): string | undefined {
-  if (typeof value !== 'string') return `must be a string, got ${typeof value}`;
-  if (!NAME_PATTERN.test(value)) return `"${value.length > 60 ? `${value.slice(0, 60)}…` : value}" is not allowed: ${NAME_RULE}`;
-  return undefined;
-}
 
 function isInt(v: unknown, min: number, max: number): boolean {
   return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;

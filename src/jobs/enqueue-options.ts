@@ -1,7 +1,8 @@
 import { OptionsInvalidError, unknownKey, type Issue } from '../errors.js';
 import { isExecutor, type Executor } from '../db/executor.js';
 import type { JobInsertRow } from '../db/jobs-insert.js';
-import { nameProblem, type JobDefinition } from './define-job.js';
+import type { JobDefinition } from './define-job.js';
+import { nameProblem } from './names.js';
 
 /** Options of one enqueue. All optional; the kind's definition gives the defaults. */
 export interface EnqueueOptions {

@@ -4,7 +4,7 @@ import { JOB_STATES, type JobRecord, type JobState } from '../db/job-row.js';
 import { auditList, queueList, queueSetPaused, type AuditRow, type QueueRow } from '../db/queues.js';
 import { InvalidTransitionError, JobNotFoundError, OptionsInvalidError, type Issue } from '../errors.js';
 import { cleanText } from './error-text.js';
-import { nameProblem } from './define-job.js';
+import { nameProblem } from './names.js';
 
 /** Who does an admin action and why; written to the audit log. */
 export interface ActorOptions {

@@ -143,7 +143,10 @@ export class JobRunner {
 
   private context(job: ActiveJob): JobContext {
     const row = job.row;
-    const runner = this;
+    const logger = this.logger;
+    const db = this.db;
+    const leaseMs = this.leaseMs;
+    const lost = (why: string) => this.leaseLost(job, why);
     let log: JobLogger | undefined;
     return {
       jobId: row.id,
@@ -155,14 +158,14 @@ export class JobRunner {
       signal: job.controller.signal,
       db: this.db.pool.pool,
       get log() {
-        log ??= runner.logger.child({ jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt });
+        log ??= logger.child({ jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt });
         return log;
       },
       async heartbeat() {
         if (job.finished) throw new LeaseLostError(row.id, job.cause ?? 'the job already finished');
-        const held = await jobHeartbeat(runner.db.pool.pool, runner.db.run, [row.id], [row.lease_token], runner.leaseMs);
+        const held = await jobHeartbeat(db.pool.pool, db.run, [row.id], [row.lease_token], leaseMs);
         if (!held.has(row.id)) {
-          runner.leaseLost(job, 'heartbeat found the lease taken');
+          lost('heartbeat found the lease taken');
           throw new LeaseLostError(row.id, 'heartbeat found the lease taken');
         }
       },
