@@ -1,0 +1,48 @@
+/** Messages between the orchestrator and a benchmark child process (over Node's IPC channel). */
+
+/** What a child is started to do. */
+export interface ChildInit {
+  type: 'init';
+  system: string;
+  url: string;
+  role: 'worker' | 'producer';
+  /** Worker only. */
+  concurrency?: number;
+}
+
+/** A request to a started child; answered by a {@link ChildReply} with the same id. */
+export type ChildCommand =
+  | { op: 'bulk'; n: number }
+  | { op: 'single'; n: number; producers: number }
+  | { op: 'paced'; n: number; perSecond: number }
+  | { op: 'stats' }
+  | { op: 'stop' };
+
+export interface ChildRequest {
+  type: 'request';
+  id: number;
+  command: ChildCommand;
+}
+
+/** A worker's counters. */
+export interface WorkerStats {
+  handled: number;
+  /** Wall-clock ms (sub-ms precision) when the first handler ran, or null. */
+  firstAt: number | null;
+  /** Wall-clock ms when the latest handler ran, or null. */
+  lastAt: number | null;
+  /** Enqueue-to-handler-start latencies in ms of jobs that carried a send time. */
+  latencies: number[];
+  /** Peak resident set size in bytes (VmHWM where the kernel reports it, else sampled). */
+  peakRss: number;
+}
+
+export type ChildReply =
+  | { type: 'ready' }
+  | { type: 'reply'; id: number; ok: true; result: unknown }
+  | { type: 'reply'; id: number; ok: false; error: string };
+
+/** Wall-clock time in ms with sub-millisecond precision, comparable across processes on one host. */
+export function wallMs(): number {
+  return performance.timeOrigin + performance.now();
+}
