@@ -33,8 +33,8 @@ export class Child {
   }
 
   /** Starts the bundled child script and waits until it reports ready (bounded by `timeoutMs`). */
-  static async start(script: string, init: ChildInit, timeoutMs: number): Promise<Child> {
-    const proc = fork(script, [], { execArgv: [], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  static async start(script: string, init: ChildInit, timeoutMs: number, execArgv: string[] = []): Promise<Child> {
+    const proc = fork(script, [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     live.add(proc);
     const label = `${init.system} ${init.role}${init.concurrency ? ` c${init.concurrency}` : ''} (pid ${proc.pid})`;
     const child = new Child(proc, label);

@@ -4,11 +4,14 @@
  *   npm run bench                 full run (median of 3 runs, 100k-job workloads), bench/results/latest.md
  *   npm run bench -- --quick      under 2 minutes, smaller workloads, bench/results/quick.md
  *
- * Options: --runs N, --systems a,b, --only bulk,single,drain,latency,ceiling, --no-pgbench, --out FILE.
+ * Options: --runs N, --systems a,b, --only bulk,single,drain,latency,ceiling, --no-pgbench, --out FILE,
+ * --profile (CPU profiles of every child and the top statements from pg_stat_statements of every
+ * run, in bench/.profile/<time>/; figures taken while profiling are not for the table).
  * Every run is bounded: each step has a timeout, the whole run a deadline; children are killed and
  * PostgreSQL removed on the way out, also on Ctrl-C.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import pg from 'pg';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +44,7 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     'no-pgbench': { type: 'boolean', default: false },
     out: { type: 'string' },
+    profile: { type: 'boolean', default: false },
   },
 });
 
@@ -75,7 +79,13 @@ async function main(): Promise<void> {
   const loadBefore = loadavg();
   log(`${mode} run: ${systems.map((s) => s.id).join(', ')}; ${sizes.runs} run(s) per figure`);
   const script = await buildChild();
-  server = await BenchServer.start();
+  const profileDir = args.profile ? join(here, '.profile', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
+  server = await BenchServer.start(profileDir ? ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all'] : []);
+  if (profileDir) {
+    mkdirSync(profileDir, { recursive: true });
+    await server.admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    log(`profiling into ${profileDir}`);
+  }
   const serverInfo = await server.describe();
   log(`PostgreSQL ${serverInfo.server_version} on port ${server.port}`);
 
@@ -107,7 +117,7 @@ async function main(): Promise<void> {
     const byKey = (results.figures[key] ??= {});
     (byKey[id] ??= []).push(value);
   };
-  const ctx: ScenarioContext = { server, script, sizes, log };
+  const ctx: ScenarioContext = { server, script, sizes, log, execArgv: [] };
 
   // Templates: each system migrated once; every run clones a fresh database from its template.
   for (const s of systems) {
@@ -156,8 +166,13 @@ async function main(): Promise<void> {
           `${s.id} ${key} run ${r}`,
           async () => {
             const url = await server!.createDatabase(db, template(s));
+            if (profileDir) {
+              ctx.execArgv = ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, db)}`];
+              await server!.admin.query('SELECT pg_stat_statements_reset()');
+            }
             try {
               await fn(s, url);
+              if (profileDir) await dumpStatements(server!.admin, db, join(profileDir, `${db}.statements.txt`));
             } finally {
               await server!.dropDatabase(db);
             }
@@ -213,6 +228,19 @@ async function main(): Promise<void> {
   writeFileSync(out.replace(/\.md$/, '.json'), `${JSON.stringify(results, null, 2)}\n`);
   process.stdout.write(`${md}\n`);
   log(`written to ${out}`);
+}
+
+/** Writes the run's statements by total time, with calls, mean time, rows and buffers. */
+async function dumpStatements(admin: pg.Pool, db: string, file: string): Promise<void> {
+  const { rows } = await admin.query(
+    `SELECT round(s.total_exec_time::numeric, 1) AS total_ms, s.calls, round(s.mean_exec_time::numeric, 3) AS mean_ms, s.rows,
+            s.shared_blks_hit AS hit, s.shared_blks_read AS read, s.shared_blks_dirtied AS dirtied, s.wal_bytes,
+            regexp_replace(s.query, '\\s+', ' ', 'g') AS query
+     FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+     WHERE d.datname = $1 ORDER BY s.total_exec_time DESC LIMIT 25`,
+    [db],
+  );
+  writeFileSync(file, rows.map((r) => `${r.total_ms} ms total | ${r.calls} calls | ${r.mean_ms} ms mean | ${r.rows} rows | hit ${r.hit} read ${r.read} dirtied ${r.dirtied} | wal ${r.wal_bytes} B\n  ${String(r.query).slice(0, 600)}`).join('\n\n') + '\n');
 }
 
 function template(s: SystemAdapter): string {

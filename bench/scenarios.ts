@@ -27,6 +27,8 @@ export interface ScenarioContext {
   script: string;
   sizes: Sizes;
   log(line: string): void;
+  /** Node flags for children (a CPU profile directory when profiling). */
+  execArgv: string[];
 }
 
 const START_MS = 30_000;
@@ -40,7 +42,7 @@ export interface DrainShape {
 /** Bulk enqueue with the system's batch API; jobs/s. */
 export async function bulkEnqueue(ctx: ScenarioContext, system: SystemAdapter, url: string): Promise<number> {
   const n = ctx.sizes.bulk;
-  const child = await Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'producer' }, START_MS);
+  const child = await Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'producer' }, START_MS, ctx.execArgv);
   try {
     const { ms } = await child.request<{ ms: number }>({ op: 'bulk', n }, 120_000);
     return n / (ms / 1000);
@@ -52,7 +54,7 @@ export async function bulkEnqueue(ctx: ScenarioContext, system: SystemAdapter, u
 /** Concurrent single enqueues, each its own call; jobs/s. */
 export async function singleEnqueue(ctx: ScenarioContext, system: SystemAdapter, url: string): Promise<number> {
   const { single: n, producers } = ctx.sizes;
-  const child = await Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'producer' }, START_MS);
+  const child = await Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'producer' }, START_MS, ctx.execArgv);
   try {
     const { ms } = await child.request<{ ms: number }>({ op: 'single', n, producers }, 120_000);
     return n / (ms / 1000);
@@ -88,7 +90,7 @@ export async function drain(ctx: ScenarioContext, system: SystemAdapter, url: st
   const workers: Child[] = [];
   try {
     const starting = Array.from({ length: shape.processes }, () =>
-      Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'worker', concurrency: shape.concurrency }, START_MS),
+      Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'worker', concurrency: shape.concurrency }, START_MS, ctx.execArgv),
     );
     for (const s of await Promise.allSettled(starting)) {
       if (s.status === 'fulfilled') workers.push(s.value);
@@ -97,12 +99,12 @@ export async function drain(ctx: ScenarioContext, system: SystemAdapter, url: st
     const deadline = Date.now() + Math.max(60_000, (n / 500) * 1000);
     let end = 0;
     for (;;) {
-      const { rows } = await db.query<{ n: number }>(system.remainingSql);
-      if (rows[0]!.n === 0) {
+      const { rows } = await db.query<{ pending: boolean }>(system.pendingSql);
+      if (!rows[0]!.pending) {
         end = wallMs();
         break;
       }
-      if (Date.now() > deadline) throw new Error(`drain not finished in time: ${rows[0]!.n} of ${n} jobs left`);
+      if (Date.now() > deadline) throw new Error(`drain of ${n} jobs not finished in time`);
       await new Promise((r) => setTimeout(r, 20));
     }
     const stats = await Promise.all(workers.map((w) => w.stop<WorkerStats>(20_000)));
@@ -128,12 +130,12 @@ export interface LatencyResult {
 /** Enqueue-to-handler-start latency at a steady rate into an idle running worker. */
 export async function latency(ctx: ScenarioContext, system: SystemAdapter, url: string): Promise<LatencyResult> {
   const n = Math.round(ctx.sizes.latencyPerSecond * ctx.sizes.latencySeconds);
-  const worker = await Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'worker', concurrency: 10 }, START_MS);
+  const worker = await Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'worker', concurrency: 10 }, START_MS, ctx.execArgv);
   let producer: Child | undefined;
   try {
     // Let the worker go idle (its polling backs off as it would between bursts in production).
     await new Promise((r) => setTimeout(r, 1_500));
-    producer = await Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'producer' }, START_MS);
+    producer = await Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'producer' }, START_MS, ctx.execArgv);
     await producer.request({ op: 'paced', n, perSecond: ctx.sizes.latencyPerSecond }, ctx.sizes.latencySeconds * 1000 + 30_000);
     const stats = await withTimeout(
       (async () => {

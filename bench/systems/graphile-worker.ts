@@ -39,7 +39,8 @@ export const graphileWorkerAdapter: SystemAdapter = {
   async migrate(url) {
     await runMigrations({ connectionString: url, logger: silent });
   },
-  remainingSql: `SELECT count(*)::int AS n FROM graphile_worker._private_jobs`,
+  // Completed jobs are deleted.
+  pendingSql: `SELECT EXISTS (SELECT 1 FROM graphile_worker._private_jobs) AS pending`,
   async producer(url): Promise<Producer> {
     const utils: WorkerUtils = await makeWorkerUtils({ connectionString: url, maxPoolSize: 20, logger: silent });
     return {

@@ -35,7 +35,7 @@ export const nightshiftAdapter: SystemAdapter = {
       await ns.stop();
     }
   },
-  remainingSql: `SELECT count(*)::int AS n FROM ${SCHEMA}.jobs WHERE state IN ('available', 'running')`,
+  pendingSql: `SELECT EXISTS (SELECT 1 FROM ${SCHEMA}.jobs WHERE state = 'available') OR EXISTS (SELECT 1 FROM ${SCHEMA}.jobs WHERE state = 'running') AS pending`,
   async producer(url): Promise<Producer> {
     const ns = client(url, () => undefined);
     return {

@@ -39,7 +39,7 @@ export const pgBossAdapter: SystemAdapter = {
     await boss.createQueue(QUEUE);
     await boss.stop({ graceful: false, wait: true });
   },
-  remainingSql: `SELECT count(*)::int AS n FROM pgboss.job WHERE name = '${QUEUE}' AND state < 'completed'`,
+  pendingSql: `SELECT EXISTS (SELECT 1 FROM pgboss.job WHERE name = '${QUEUE}' AND state < 'completed') AS pending`,
   async producer(url): Promise<Producer> {
     const boss = new PgBoss({ ...options(url, 18, false) });
     boss.on('error', () => undefined);

@@ -38,8 +38,11 @@ export interface SystemAdapter {
   settings(concurrency: number): Record<string, string>;
   /** Installs the system's schema into the database at `url`. */
   migrate(url: string): Promise<void>;
-  /** SQL returning one row `{ n }`: jobs not yet completed (the drain is over at 0). */
-  readonly remainingSql: string;
+  /**
+   * SQL returning one row `{ pending }`: whether any job is not yet completed (the drain is over
+   * when it is false). An EXISTS, so polling it costs the systems little.
+   */
+  readonly pendingSql: string;
   /** Opens a producer. */
   producer(url: string): Promise<Producer>;
   /** Starts a worker at the given concurrency that calls `hook` for each job. */
