@@ -44,7 +44,7 @@ UPDATE ${s}.jobs j SET
   started_at = CASE WHEN j.expires_at <= now() THEN j.started_at ELSE now() END,
   finished_at = CASE WHEN j.expires_at <= now() THEN now() END,
   reason = CASE WHEN j.expires_at <= now() THEN 'not started before its deadline ' || j.expires_at::text ELSE j.reason END
-FROM picked WHERE j.id = picked.id
+WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
 RETURNING j.id::text, j.kind, j.queue, j.state, j.payload, j.attempt, j.max_attempts, j.at_most_once,
           j.lease_token::text, j.trace_context, j.run_at, j.created_at`,
     ),

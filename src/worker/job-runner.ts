@@ -34,7 +34,12 @@ export class JobRunner {
     private readonly leaseMs: number,
   ) {}
 
-  async run(job: ActiveJob): Promise<RunEnd> {
+  /**
+   * Runs the job; `handlerDone` is called as soon as the handler has returned (or thrown), before
+   * its outcome is written, so the caller can give the concurrency slot to the next job while the
+   * write is batched. The job keeps its lease (and heartbeats) until the write lands.
+   */
+  async run(job: ActiveJob, handlerDone: () => void = () => undefined): Promise<RunEnd> {
     const row = job.row;
     const def = this.registry.get(row.kind) as JobDefinition;
     job.started = true;
@@ -57,6 +62,7 @@ export class JobRunner {
       error = err;
     } finally {
       clearTimeout(timer);
+      handlerDone();
     }
     if (job.finished) return 'recorded';
     if (job.cause === 'shutdown' && (threw || result instanceof JobControl)) return 'interrupted';

@@ -166,16 +166,24 @@ export class Worker {
 
   private dispatch(row: ClaimedRow, local: Slots): void {
     const job = this.active.add(row);
+    // The slot is the handler's: it frees when the handler returns, not when the batched
+    // completion commits (the lease stays held, and heartbeated, until then).
+    let freed = false;
+    const free = () => {
+      if (freed) return;
+      freed = true;
+      this.global.give(1);
+      local.give(1);
+    };
     const run = this.runner
-      .run(job)
+      .run(job, free)
       .then(async (end) => {
         if (end === 'interrupted') await this.handBack([job]);
       })
       .catch((err: unknown) => this.reportError('run', err))
       .finally(() => {
         this.runs.delete(run);
-        this.global.give(1);
-        local.give(1);
+        free();
       });
     this.runs.add(run);
   }
