@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { createNightshift, defineJob, type Nightshift } from '../../src/index.js';
+import { createNightshift, defineJob, type Nightshift, type NightshiftOptions } from '../../src/index.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import type { BenchPayload, JobHook, Producer, RunningWorker, SystemAdapter } from './system.js';
 
@@ -13,10 +13,13 @@ function noop(hook: JobHook) {
   return defineJob({ kind: KIND, payload, run: (p) => hook(p) });
 }
 
+// For experiments: client options to try, as JSON (recorded in the results' settings).
+const overrides = JSON.parse(process.env.BENCH_NIGHTSHIFT_OPTIONS ?? '{}') as Partial<NightshiftOptions>;
+
 function client(url: string, hook: JobHook, concurrency = 10): Nightshift {
   // Every guarantee at its default: leases with fencing tokens, heartbeats, LISTEN/NOTIFY wake-ups
   // with polling as the safety net, maintenance (rescue, expiry, pruning) in the worker process.
-  return createNightshift({ databaseUrl: url, schema: SCHEMA, jobs: [noop(hook)], concurrency, logger: silentLogger() });
+  return createNightshift({ databaseUrl: url, schema: SCHEMA, jobs: [noop(hook)], concurrency, logger: silentLogger(), ...overrides });
 }
 
 /** nightshift with its defaults. */
@@ -25,6 +28,7 @@ export const nightshiftAdapter: SystemAdapter = {
   label: 'nightshift (this checkout)',
   settings: (concurrency) => ({
     concurrency: String(concurrency),
+    ...(Object.keys(overrides).length ? { overrides: JSON.stringify(overrides) } : {}),
     other: 'all defaults: pool 10, lease 30 s, heartbeat 10 s, LISTEN/NOTIFY on, poll ≤ 1 s, maintenance on, zod payload schema validated on enqueue and run',
   }),
   async migrate(url) {

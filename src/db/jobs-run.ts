@@ -16,6 +16,9 @@ export interface ClaimedRow {
   trace_context: Record<string, string> | null;
   run_at: Date;
   created_at: Date;
+  priority: number;
+  /** Time left until `expires_at` when claimed, on the database clock; null without a deadline. */
+  expires_in_ms: number | null;
 }
 
 /** The worker's statements of one schema: the hot path, every write fenced by the lease token. */
@@ -24,6 +27,11 @@ export function jobRunStatements(set: StatementSet) {
     // The inner SELECT walks jobs_claim in order (queue = $1, then priority, run_at, id) and skips
     // rows other workers hold. A job past its deadline is claimed only to be marked expired, in the
     // same statement, so it is never handed to a handler. The paused check is an InitPlan (run once).
+    // The UPDATE finds the picked rows through `id = ANY (ARRAY(...))`, a primary-key index scan:
+    // joining the CTE instead let the generic plan (which guesses the LIMIT at 10 % of the table)
+    // hash-join a sequential scan of every row, finished ones included.
+    // An at-most-once job gets no started_at here: the worker records the start just before its
+    // handler runs (jobStart), so a job claimed but never started is not abandoned after a crash.
     claim: set.named(
       'job_claim',
       (s) => `
@@ -41,12 +49,33 @@ UPDATE ${s}.jobs j SET
   lease_token = CASE WHEN j.expires_at <= now() THEN j.lease_token ELSE nextval('${s}.lease_token_seq') END,
   lease_owner = CASE WHEN j.expires_at <= now() THEN NULL ELSE $4 END,
   lease_expires_at = CASE WHEN j.expires_at <= now() THEN NULL ELSE now() + $5::float8 * interval '1 millisecond' END,
-  started_at = CASE WHEN j.expires_at <= now() THEN j.started_at ELSE now() END,
+  started_at = CASE WHEN j.expires_at <= now() THEN j.started_at WHEN j.at_most_once THEN NULL ELSE now() END,
   finished_at = CASE WHEN j.expires_at <= now() THEN now() END,
   reason = CASE WHEN j.expires_at <= now() THEN 'not started before its deadline ' || j.expires_at::text ELSE j.reason END
 WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
 RETURNING j.id::text, j.kind, j.queue, j.state, j.payload, j.attempt, j.max_attempts, j.at_most_once,
-          j.lease_token::text, j.trace_context, j.run_at, j.created_at`,
+          j.lease_token::text, j.trace_context, j.run_at, j.created_at, j.priority,
+          (extract(epoch FROM j.expires_at - now()) * 1000)::float8 AS expires_in_ms`,
+    ),
+    // The start of at-most-once handlers, recorded (and committed) before they run: from then on a
+    // lost lease means "may have acted" and the job is abandoned rather than re-run.
+    start: set.named(
+      'job_start',
+      (s) => `
+UPDATE ${s}.jobs j SET started_at = now()
+FROM unnest($1::bigint[], $2::bigint[]) AS x(id, token)
+WHERE j.id = x.id AND j.lease_token = x.token AND j.state = 'running'
+RETURNING j.id::text`,
+    ),
+    // A job claimed ahead of a free slot whose deadline passed before a slot freed: expired, its
+    // attempt given back (it never ran).
+    expireHeld: set.named(
+      'job_expire_held',
+      (s) => `
+UPDATE ${s}.jobs SET state = 'expired', attempt = greatest(attempt - 1, 0), finished_at = now(),
+  reason = 'not started before its deadline ' || expires_at::text, lease_owner = NULL, lease_expires_at = NULL
+WHERE id = $1 AND lease_token = $2 AND state = 'running'
+RETURNING id::text`,
     ),
     // Batched completion: (id, token) pairs; a pair whose token is stale matches nothing and is
     // reported back as refused.
@@ -116,6 +145,17 @@ export function jobClaim(
   leaseMs: number,
 ): Promise<ClaimedRow[]> {
   return run<ClaimedRow>(db, st.claim, [queue, kinds, limit, owner, leaseMs]);
+}
+
+/** Records that the handlers of these claimed jobs start now; returns the ids whose token still held. */
+export async function jobStart(db: Executor, st: JobRunStatements, ids: string[], tokens: string[]): Promise<Set<string>> {
+  const rows = await run<{ id: string }>(db, st.start, [ids, tokens]);
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Expires a claimed job that never started; false when the token was stale. */
+export async function jobExpireHeld(db: Executor, st: JobRunStatements, id: string, token: string): Promise<boolean> {
+  return (await run(db, st.expireHeld, [id, token])).length === 1;
 }
 
 /** Completes jobs; returns the ids whose token still held (the others were refused). */

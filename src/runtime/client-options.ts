@@ -27,6 +27,13 @@ export interface NightshiftOptions {
   heartbeatMs?: number;
   /** Longest wait between polls of an idle queue (the bound on latency if every notification is lost). Default 1000 ms. */
   pollIntervalMs?: number;
+  /**
+   * Most jobs each queue may claim ahead of its free slots, held (leased, heartbeated, not started)
+   * so a slot freed by a finished handler is filled without a round trip. The worker holds only
+   * what its recent rate would start within two claim round trips (none for slow or stalled
+   * handlers), up to this. 0 claims only for free slots. See docs/jobs.md. Default 500.
+   */
+  prefetch?: number;
   /** On stop, how long running jobs may finish before they are aborted and handed back. Default 25 000 ms. */
   shutdownGraceMs?: number;
   /** Largest payload, in bytes of JSON. Default 1 MiB. */
@@ -67,6 +74,7 @@ const schema = z
     leaseMs: ms.min(1_000).optional(),
     heartbeatMs: ms.min(100).optional(),
     pollIntervalMs: ms.min(10).optional(),
+    prefetch: z.number().int().min(0).max(10_000).optional(),
     shutdownGraceMs: z.number().int().min(0).max(2_147_483_647).optional(),
     maxPayloadBytes: positiveInt(256 * 1_048_576).optional(),
     maxConnections: positiveInt(1_000).optional(),
@@ -93,6 +101,7 @@ export interface ResolvedOptions {
   leaseMs: number;
   heartbeatMs: number;
   pollIntervalMs: number;
+  prefetch: number;
   shutdownGraceMs: number;
   maxPayloadBytes: number;
   maxConnections: number;
@@ -146,6 +155,7 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     leaseMs,
     heartbeatMs,
     pollIntervalMs: o.pollIntervalMs ?? 1_000,
+    prefetch: o.prefetch ?? 500,
     shutdownGraceMs: o.shutdownGraceMs ?? 25_000,
     maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
     maxConnections: o.maxConnections ?? 10,

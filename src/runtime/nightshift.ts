@@ -124,6 +124,7 @@ export class Nightshift extends JobAdmin {
             heartbeatMs: o.heartbeatMs,
             minPollMs: Math.min(50, o.pollIntervalMs),
             maxPollMs: o.pollIntervalMs,
+            prefetch: o.prefetch,
             shutdownGraceMs: o.shutdownGraceMs,
             abortGraceMs: Math.min(5_000, Math.max(500, o.shutdownGraceMs / 5)),
           },

@@ -14,6 +14,11 @@ export interface ActiveJob {
   cause: AbortCause | undefined;
   /** `performance.now()` when the handler started. */
   startedAt: number;
+  /**
+   * `performance.now()` after which the job must not start (its `expires_at`, measured from before
+   * the claim was sent, so never later than the database's deadline); undefined without one.
+   */
+  deadline: number | undefined;
 }
 
 /** The leases this process holds, by job id. */
@@ -21,7 +26,7 @@ export class ActiveJobs {
   private readonly byId = new Map<string, ActiveJob>();
 
   add(row: ClaimedRow): ActiveJob {
-    const job: ActiveJob = { row, controller: new AbortController(), started: false, finished: false, cause: undefined, startedAt: 0 };
+    const job: ActiveJob = { row, controller: new AbortController(), started: false, finished: false, cause: undefined, startedAt: 0, deadline: undefined };
     this.byId.set(row.id, job);
     return job;
   }

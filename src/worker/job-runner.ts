@@ -12,6 +12,7 @@ import type { EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ActiveJob, ActiveJobs } from './active-jobs.js';
 import type { Completer } from './completer.js';
+import type { StartMarks } from './start-marks.js';
 
 /** What became of a run, for the worker's bookkeeping. */
 export type RunEnd = 'recorded' | 'interrupted';
@@ -32,6 +33,7 @@ export class JobRunner {
     private readonly events: EventBus,
     private readonly logger: Logger,
     private readonly leaseMs: number,
+    private readonly marks: StartMarks,
   ) {}
 
   /**
@@ -42,6 +44,22 @@ export class JobRunner {
   async run(job: ActiveJob, handlerDone: () => void = () => undefined): Promise<RunEnd> {
     const row = job.row;
     const def = this.registry.get(row.kind) as JobDefinition;
+    if (row.at_most_once) {
+      // The start is committed before the handler runs (see StartMarks).
+      const mark = await this.marks.mark(job);
+      if (job.finished) {
+        handlerDone();
+        return 'recorded';
+      }
+      if (mark !== 'started') {
+        handlerDone();
+        if (mark === 'failed') return 'interrupted'; // handed back unrun
+        job.finished = true;
+        this.active.remove(job);
+        this.refused(job, 'start');
+        return 'recorded';
+      }
+    }
     job.started = true;
     job.startedAt = performance.now();
     if (this.events.active) {

@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.js';
-import { jobHeartbeat, jobRelease, type ClaimedRow } from '../db/jobs-run.js';
+import { jobExpireHeld, jobHeartbeat, jobRelease, type ClaimedRow } from '../db/jobs-run.js';
 import { JobCancelledError, ShutdownError } from '../errors.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
@@ -12,6 +12,7 @@ import { Completer } from './completer.js';
 import { JobRunner } from './job-runner.js';
 import { QueueFetcher } from './queue-fetcher.js';
 import { Slots } from './slots.js';
+import { StartMarks } from './start-marks.js';
 
 /** Resolved worker settings (see the client options for their documentation and defaults). */
 export interface WorkerSettings {
@@ -25,6 +26,8 @@ export interface WorkerSettings {
   heartbeatMs: number;
   minPollMs: number;
   maxPollMs: number;
+  /** Jobs each queue claims ahead of free slots (0: claim only for free slots). */
+  prefetch: number;
   shutdownGraceMs: number;
   /** After the grace period, how long aborted handlers get to return before their jobs are handed back. */
   abortGraceMs: number;
@@ -43,6 +46,8 @@ export class Worker {
   private readonly runner: JobRunner;
   private readonly heartbeat: PeriodicTask;
   private readonly runs = new Set<Promise<unknown>>();
+  /** Leases held at most (running, waiting for a slot, or being completed): back-pressure on claims. */
+  private readonly maxHeld: number;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private release: (() => void) | undefined;
   private stopped: Promise<void> | undefined;
@@ -56,22 +61,37 @@ export class Worker {
     private readonly logger: Logger,
   ) {
     this.global = new Slots(settings.concurrency);
+    this.maxHeld = 2 * (settings.concurrency + settings.prefetch);
     const onError = (where: string) => (err: unknown) => this.reportError(where, err);
     this.completer = new Completer(db, 1_000, Math.max(1_000, settings.leaseMs - settings.heartbeatMs), onError('complete'));
-    this.runner = new JobRunner(db, registry, this.active, this.completer, enqueuer, events, logger, settings.leaseMs);
+    const marks = new StartMarks(db, onError('record start'));
+    this.runner = new JobRunner(db, registry, this.active, this.completer, enqueuer, events, logger, settings.leaseMs, marks);
     this.heartbeat = new PeriodicTask('heartbeat', settings.heartbeatMs, () => this.renewLeases(), onError('heartbeat'), 0);
     for (const [queue, limit] of settings.queues) {
       const local = new Slots(Math.min(limit, settings.concurrency));
-      const fetcher = new QueueFetcher(
+      const fetcher: QueueFetcher = new QueueFetcher(
         db,
-        { queue, kinds: settings.kinds, owner: settings.owner, leaseMs: settings.leaseMs, minPollMs: settings.minPollMs, maxPollMs: settings.maxPollMs },
+        {
+          queue,
+          kinds: settings.kinds,
+          owner: settings.owner,
+          leaseMs: settings.leaseMs,
+          minPollMs: settings.minPollMs,
+          maxPollMs: settings.maxPollMs,
+          prefetch: settings.prefetch,
+        },
         this.global,
         local,
-        (row) => this.dispatch(row, local),
-        (row) => this.expired(row),
-        onError(`claim ${queue}`),
-        (q, asked, count) => {
-          if (events.active) events.emit({ type: 'worker.claimed', queue: q, asked, count });
+        {
+          hold: (row) => this.active.add(row),
+          start: (job) => this.dispatch(job, local, fetcher),
+          expired: (row) => this.expired(row),
+          expireHeld: (job) => void this.expireHeld(job),
+          room: () => this.maxHeld - this.active.size,
+          onError: onError(`claim ${queue}`),
+          onClaimed: (q, asked, count) => {
+            if (events.active) events.emit({ type: 'worker.claimed', queue: q, asked, count });
+          },
         },
       );
       this.fetchers.set(queue, fetcher);
@@ -164,16 +184,17 @@ export class Worker {
     return done;
   }
 
-  private dispatch(row: ClaimedRow, local: Slots): void {
-    const job = this.active.add(row);
+  private dispatch(job: ActiveJob, local: Slots, fetcher: QueueFetcher): void {
     // The slot is the handler's: it frees when the handler returns, not when the batched
-    // completion commits (the lease stays held, and heartbeated, until then).
+    // completion commits (the lease stays held, and heartbeated, until then), and a job held by
+    // a fetcher takes it at once.
     let freed = false;
     const free = () => {
       if (freed) return;
       freed = true;
       this.global.give(1);
       local.give(1);
+      this.pump(fetcher);
     };
     const run = this.runner
       .run(job, free)
@@ -184,8 +205,31 @@ export class Worker {
       .finally(() => {
         this.runs.delete(run);
         free();
+        // The lease is released now: room for the next claim.
+        this.pump(fetcher);
       });
     this.runs.add(run);
+  }
+
+  /** Fills free slots from held jobs: the job's own queue first, then the others (the process-wide slot is shared). */
+  private pump(first: QueueFetcher): void {
+    if (this.state !== 'running') return;
+    first.pump();
+    if (this.fetchers.size > 1) for (const f of this.fetchers.values()) if (f !== first) f.pump();
+  }
+
+  /** A held job's deadline passed before a slot freed: expire it (fenced) instead of running it. */
+  private async expireHeld(job: ActiveJob): Promise<void> {
+    job.finished = true;
+    try {
+      const applied = await jobExpireHeld(this.db.pool.pool, this.db.run, job.row.id, job.row.lease_token);
+      if (applied) this.expired(job.row);
+    } catch (err) {
+      // Not written: the lease lapses and the rescuer returns the job; expiry then catches it.
+      this.reportError('expire', err);
+    } finally {
+      this.active.remove(job);
+    }
   }
 
   private expired(row: ClaimedRow): void {
