@@ -30,7 +30,7 @@ export interface NightshiftOptions {
   /**
    * Most jobs each queue may claim ahead of its free slots, held (leased, heartbeated, not started)
    * so a slot freed by a finished handler is filled without a round trip. The worker holds only
-   * what its recent rate would start within two claim round trips (none for slow or stalled
+   * what its recent rate would start within a few claim round trips (none for slow or stalled
    * handlers), up to this. 0 claims only for free slots. See docs/jobs.md. Default 500.
    */
   prefetch?: number;

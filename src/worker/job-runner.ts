@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Database } from '../db/database.js';
-import { jobFail, jobHeartbeat } from '../db/jobs-run.js';
+import { jobFail } from '../db/jobs-run.js';
 import { JobTimeoutError, LeaseLostError } from '../errors.js';
-import type { JobContext, JobDefinition, JobLogger } from '../jobs/define-job.js';
+import type { JobDefinition } from '../jobs/define-job.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import { decideFailure } from '../jobs/failure-policy.js';
 import { JobControl } from '../jobs/job-control.js';
@@ -12,6 +12,7 @@ import type { EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ActiveJob, ActiveJobs } from './active-jobs.js';
 import type { Completer } from './completer.js';
+import { RunContext, type RunContextShared } from './run-context.js';
 import type { StartMarks } from './start-marks.js';
 
 /** What became of a run, for the worker's bookkeeping. */
@@ -34,7 +35,11 @@ export class JobRunner {
     private readonly logger: Logger,
     private readonly leaseMs: number,
     private readonly marks: StartMarks,
-  ) {}
+  ) {
+    this.shared = { db, logger, enqueuer, leaseMs, leaseLost: (job, why) => this.leaseLost(job, why) };
+  }
+
+  private readonly shared: RunContextShared;
 
   /**
    * Runs the job; `handlerDone` is called as soon as the handler has returned (or thrown), before
@@ -74,7 +79,7 @@ export class JobRunner {
     let threw = false;
     try {
       const payload = await parsePayload(row.kind, def.schema, row.payload);
-      result = await def.run(payload, this.context(job));
+      result = await def.run(payload, new RunContext(this.shared, job));
     } catch (err) {
       threw = true;
       error = err;
@@ -163,37 +168,5 @@ export class JobRunner {
     this.active.remove(job);
     const row = job.row;
     if (this.events.active) this.events.emit({ type: 'job.lease-lost', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, why });
-  }
-
-  private context(job: ActiveJob): JobContext {
-    const row = job.row;
-    const logger = this.logger;
-    const db = this.db;
-    const leaseMs = this.leaseMs;
-    const lost = (why: string) => this.leaseLost(job, why);
-    let log: JobLogger | undefined;
-    return {
-      jobId: row.id,
-      kind: row.kind,
-      queue: row.queue,
-      attempt: row.attempt,
-      maxAttempts: row.max_attempts,
-      leaseToken: row.lease_token,
-      signal: job.controller.signal,
-      db: this.db.pool.pool,
-      get log() {
-        log ??= logger.child({ jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt });
-        return log;
-      },
-      async heartbeat() {
-        if (job.finished) throw new LeaseLostError(row.id, job.cause ?? 'the job already finished');
-        const held = await jobHeartbeat(db.pool.pool, db.run, [row.id], [row.lease_token], leaseMs);
-        if (!held.has(row.id)) {
-          lost('heartbeat found the lease taken');
-          throw new LeaseLostError(row.id, 'heartbeat found the lease taken');
-        }
-      },
-      enqueue: (jobOrKind, payload, options) => this.enqueuer.enqueue(jobOrKind as JobDefinition | string, payload, options),
-    };
   }
 }

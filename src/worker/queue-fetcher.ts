@@ -37,8 +37,8 @@ export interface FetcherHost {
  * The claim loop of one queue. One statement claims jobs for the free slots (the queue's and the
  * process's) plus some more, held here in claim order, leases renewed by heartbeats, so that a slot
  * freed by a finished handler is filled at once, without a round trip. How many more adapts to the
- * queue: about what the slots would start during two claim round trips at the recent rate, never
- * more than `prefetch`. Fast jobs get large batches; slow or stalled ones get none, so a busy
+ * queue: about what the slots would start during a few claim round trips at the recent rate,
+ * never more than `prefetch`. Fast jobs get large batches; slow or stalled ones get none, so a busy
  * process does not sit on jobs an idle one could run. The loop claims again when slots are free,
  * or when the held jobs fall to half the target; at once when a batch came back full, otherwise
  * it sleeps until a wake-up (notification, reconnect) or the poll timer, which backs off while the
@@ -153,7 +153,7 @@ export class QueueFetcher {
     }
     this.starts = 0;
     this.lastClaimAt = at;
-    this.target = Math.min(this.o.prefetch, Math.ceil(this.rate * this.claimMs * 2));
+    this.target = Math.min(this.o.prefetch, Math.ceil(this.rate * this.claimMs * HOLD_ROUND_TRIPS));
   }
 
   private async loop(): Promise<void> {
@@ -234,6 +234,14 @@ export class QueueFetcher {
     });
   }
 }
+
+/**
+ * Jobs held ahead are sized to this many claim round trips of work at the recent rate: a claim is
+ * then sent with about half of that still waiting, and brings about half. Larger claims spread a
+ * claim's fixed cost (round trip, commit) over more jobs; the work held stays a few tens of
+ * milliseconds' worth (bench/NOTES.md).
+ */
+const HOLD_ROUND_TRIPS = 8;
 
 /** The claim's order: priority, then run_at, then id (ids are decimal strings of bigints). */
 function claimOrder(a: ClaimedRow, b: ClaimedRow): number {

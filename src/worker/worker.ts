@@ -45,7 +45,8 @@ export class Worker {
   private readonly completer: Completer;
   private readonly runner: JobRunner;
   private readonly heartbeat: PeriodicTask;
-  private readonly runs = new Set<Promise<unknown>>();
+  /** Jobs whose handler was dispatched, until their outcome is written. */
+  private readonly runs = new Map<ActiveJob, Promise<void>>();
   /** Leases held at most (running, waiting for a slot, or being completed): back-pressure on claims. */
   private readonly maxHeld: number;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
@@ -176,7 +177,7 @@ export class Worker {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
     const all = (async () => {
-      while (this.runs.size > 0) await Promise.all([...this.runs]);
+      while (this.runs.size > 0) await Promise.all([...this.runs.values()]);
       return true as const;
     })();
     const done = await Promise.race([all, timeout]);
@@ -185,6 +186,10 @@ export class Worker {
   }
 
   private dispatch(job: ActiveJob, local: Slots, fetcher: QueueFetcher): void {
+    this.runs.set(job, this.execute(job, local, fetcher));
+  }
+
+  private async execute(job: ActiveJob, local: Slots, fetcher: QueueFetcher): Promise<void> {
     // The slot is the handler's: it frees when the handler returns, not when the batched
     // completion commits (the lease stays held, and heartbeated, until then), and a job held by
     // a fetcher takes it at once.
@@ -196,19 +201,16 @@ export class Worker {
       local.give(1);
       this.pump(fetcher);
     };
-    const run = this.runner
-      .run(job, free)
-      .then(async (end) => {
-        if (end === 'interrupted') await this.handBack([job]);
-      })
-      .catch((err: unknown) => this.reportError('run', err))
-      .finally(() => {
-        this.runs.delete(run);
-        free();
-        // The lease is released now: room for the next claim.
-        this.pump(fetcher);
-      });
-    this.runs.add(run);
+    try {
+      if ((await this.runner.run(job, free)) === 'interrupted') await this.handBack([job]);
+    } catch (err) {
+      this.reportError('run', err);
+    } finally {
+      this.runs.delete(job);
+      free();
+      // The lease is released now: room for the next claim.
+      this.pump(fetcher);
+    }
   }
 
   /** Fills free slots from held jobs: the job's own queue first, then the others (the process-wide slot is shared). */
