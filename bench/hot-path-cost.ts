@@ -43,9 +43,11 @@ try {
       const admin = new pg.Client({ connectionString: server.url });
       await admin.connect();
       if (sql) await admin.query(sql.replaceAll('{s}', `"${schema}"`));
+      const insertLsn = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
       const t0 = performance.now();
       for (let i = 0; i < jobs; i += 10_000) await ns.enqueueMany(noop, Array.from({ length: Math.min(10_000, jobs - i) }, (_, k) => ({ i: i + k })));
       const insertMs = performance.now() - t0;
+      const insertWal = Number((await admin.query('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS b', [insertLsn])).rows[0].b);
       await ns.stop();
       await admin.query(`VACUUM ANALYZE "${schema}".jobs`);
       await admin.query('CHECKPOINT');
@@ -79,7 +81,7 @@ try {
       await admin.end();
       console.log(
         `${name.padEnd(28)} round ${round}: ${Math.round(done / (total / 1000))} jobs/s; per job: claim ${((claimMs * 1000) / done).toFixed(1)} µs, ` +
-          `complete ${((completeMs * 1000) / done).toFixed(1)} µs, backend CPU ${((cpu * 1000) / done).toFixed(1)} µs, WAL ${Math.round(wal / done)} B; enqueue ${Math.round(jobs / (insertMs / 1000))} jobs/s; table+indexes after ${size}`,
+          `complete ${((completeMs * 1000) / done).toFixed(1)} µs, backend CPU ${((cpu * 1000) / done).toFixed(1)} µs, WAL ${Math.round(wal / done)} B; enqueue ${Math.round(jobs / (insertMs / 1000))} jobs/s, WAL ${Math.round(insertWal / jobs)} B; table+indexes after ${size}`,
       );
     }
   }
