@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { wallMs, type ChildCommand, type ChildInit, type ChildReply, type ChildRequest, type WorkerStats } from './protocol.js';
-import { systemById } from './systems/index.js';
+import { loadSystem } from './systems/load.js';
 import type { BenchPayload, Producer, RunningWorker } from './systems/system.js';
 
 function send(msg: ChildReply): void {
@@ -24,12 +24,17 @@ function peakRss(sampled: number): number {
 }
 
 async function main(init: ChildInit): Promise<void> {
-  const system = systemById(init.system);
+  const system = await loadSystem(init.system);
   let producer: Producer | undefined;
   let worker: RunningWorker | undefined;
   let sampled = process.memoryUsage.rss();
-  const sampler = setInterval(() => (sampled = Math.max(sampled, process.memoryUsage.rss())), 50);
-  const stats: Omit<WorkerStats, 'peakRss'> = { handled: 0, firstAt: null, lastAt: null, latencies: [] };
+  const stats: Omit<WorkerStats, 'peakRss'> = { handled: 0, firstAt: null, lastAt: null, latencies: [], peakHeapTotal: 0, peakHeapUsed: 0 };
+  const sampler = setInterval(() => {
+    const m = process.memoryUsage();
+    sampled = Math.max(sampled, m.rss);
+    stats.peakHeapTotal = Math.max(stats.peakHeapTotal, m.heapTotal);
+    stats.peakHeapUsed = Math.max(stats.peakHeapUsed, m.heapUsed);
+  }, 50);
 
   if (init.role === 'worker') {
     worker = await system.startWorker(init.url, init.concurrency ?? 10, (p: BenchPayload) => {

@@ -35,6 +35,9 @@ export interface WorkerStats {
   latencies: number[];
   /** Peak resident set size in bytes (VmHWM where the kernel reports it, else sampled). */
   peakRss: number;
+  /** Largest V8 heap seen (total and used, bytes), for telling heap growth from other memory. */
+  peakHeapTotal: number;
+  peakHeapUsed: number;
 }
 
 export type ChildReply =

@@ -117,7 +117,9 @@ async function main(): Promise<void> {
     const byKey = (results.figures[key] ??= {});
     (byKey[id] ??= []).push(value);
   };
-  const ctx: ScenarioContext = { server, script, sizes, log, execArgv: [] };
+  // BENCH_CHILD_FLAGS: extra node flags for every child (diagnostics such as --trace-gc).
+  const childFlags = (process.env.BENCH_CHILD_FLAGS ?? '').split(' ').filter(Boolean);
+  const ctx: ScenarioContext = { server, script, sizes, log, execArgv: childFlags };
 
   // Templates: each system migrated once; every run clones a fresh database from its template.
   for (const s of systems) {
@@ -167,7 +169,7 @@ async function main(): Promise<void> {
           async () => {
             const url = await server!.createDatabase(db, template(s));
             if (profileDir) {
-              ctx.execArgv = ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, db)}`];
+              ctx.execArgv = [...childFlags, '--cpu-prof', `--cpu-prof-dir=${join(profileDir, db)}`];
               await server!.admin.query('SELECT pg_stat_statements_reset()');
             }
             try {
@@ -205,7 +207,7 @@ async function main(): Promise<void> {
         const d = await drain(ctx, s, url, shape);
         record(key, s.id, d.jobsPerSecond);
         record(`rss-${key.replace('drain-', '')}`, s.id, Math.max(...d.peakRss) / 2 ** 20);
-        log(`${s.id} ${key}: ${Math.round(d.jobsPerSecond)} jobs/s, peak RSS ${d.peakRss.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
+        log(`${s.id} ${key}: ${Math.round(d.jobsPerSecond)} jobs/s, peak RSS ${d.peakRss.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')} (V8 heap ${d.peakHeap.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')})`);
       });
     }
   }

@@ -68,6 +68,8 @@ export interface DrainResult {
   jobsPerSecond: number;
   /** Peak RSS of each worker process, bytes. */
   peakRss: number[];
+  /** Peak V8 heap (total) of each worker process, bytes. */
+  peakHeap: number[];
 }
 
 /**
@@ -112,7 +114,7 @@ export async function drain(ctx: ScenarioContext, system: SystemAdapter, url: st
     const handled = stats.reduce((a, s) => a + (s?.handled ?? 0), 0);
     if (handled < n) throw new Error(`workers report ${handled} jobs handled of ${n}`);
     const start = Math.min(...firsts);
-    return { jobsPerSecond: n / ((end - start) / 1000), peakRss: stats.map((s) => s?.peakRss ?? NaN) };
+    return { jobsPerSecond: n / ((end - start) / 1000), peakRss: stats.map((s) => s?.peakRss ?? NaN), peakHeap: stats.map((s) => s?.peakHeapTotal ?? NaN) };
   } finally {
     for (const w of workers) w.kill();
     await db.end();

@@ -15,7 +15,6 @@ export interface ClaimedRow {
   lease_token: string;
   trace_context: Record<string, string> | null;
   run_at: Date;
-  created_at: Date;
   priority: number;
   /** Time left until `expires_at` when claimed, on the database clock; null without a deadline. */
   expires_in_ms: number | null;
@@ -54,7 +53,7 @@ UPDATE ${s}.jobs j SET
   reason = CASE WHEN j.expires_at <= now() THEN 'not started before its deadline ' || j.expires_at::text ELSE j.reason END
 WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
 RETURNING j.id::text, j.kind, j.queue, j.state, j.payload, j.attempt, j.max_attempts, j.at_most_once,
-          j.lease_token::text, j.trace_context, j.run_at, j.created_at, j.priority,
+          j.lease_token::text, j.trace_context, j.run_at, j.priority,
           (extract(epoch FROM j.expires_at - now()) * 1000)::float8 AS expires_in_ms`,
     ),
     // The start of at-most-once handlers, recorded (and committed) before they run: from then on a

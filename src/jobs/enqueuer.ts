@@ -114,7 +114,7 @@ export class Enqueuer {
   }
 
   private emitEnqueued(row: JobInsertRow, result: JobInsertResult): void {
-    if (!this.events.active) return;
+    if (!this.events.wants('job.enqueued')) return;
     this.events.emit({ type: 'job.enqueued', jobId: result.id, kind: row.kind, queue: row.queue, deduped: result.deduped });
   }
 }

@@ -46,10 +46,14 @@ const LEVEL: Partial<Record<NightshiftEvent['type'], 'debug' | 'info' | 'warn' |
 
 /** Writes events to the logger: ids, kinds and outcomes, never payloads. */
 export function logEvents(bus: EventBus, logger: Logger): () => void {
-  return bus.on((event) => {
-    const level = LEVEL[event.type] ?? 'info';
-    if (!logger.isLevelEnabled(level)) return;
-    const { type, at: _at, ...fields } = event;
-    logger[level]({ event: type, ...fields }, type);
-  });
+  return bus.on(
+    (event) => {
+      const level = LEVEL[event.type] ?? 'info';
+      if (!logger.isLevelEnabled(level)) return;
+      const { type, at: _at, ...fields } = event;
+      logger[level]({ event: type, ...fields }, type);
+    },
+    // Asked at each emit site, so a level changed at run time still takes effect.
+    (type) => logger.isLevelEnabled(LEVEL[type] ?? 'info'),
+  );
 }

@@ -67,7 +67,7 @@ export class JobRunner {
     }
     job.started = true;
     job.startedAt = performance.now();
-    if (this.events.active) {
+    if (this.events.wants('job.started')) {
       this.events.emit({ type: 'job.started', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, waitMs: Date.now() - row.run_at.getTime() });
     }
     let timer: NodeJS.Timeout | undefined;
@@ -100,7 +100,7 @@ export class JobRunner {
     const applied = await this.completer.complete(row.id, row.lease_token);
     this.active.remove(job);
     if (applied) {
-      if (this.events.active) {
+      if (this.events.wants('job.completed')) {
         this.events.emit({ type: 'job.completed', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, durationMs: performance.now() - job.startedAt });
       }
     } else this.refused(job, 'complete');

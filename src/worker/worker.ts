@@ -91,7 +91,7 @@ export class Worker {
           room: () => this.maxHeld - this.active.size,
           onError: onError(`claim ${queue}`),
           onClaimed: (q, asked, count) => {
-            if (events.active) events.emit({ type: 'worker.claimed', queue: q, asked, count });
+            if (events.wants('worker.claimed')) events.emit({ type: 'worker.claimed', queue: q, asked, count });
           },
         },
       );
