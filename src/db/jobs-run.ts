@@ -86,6 +86,16 @@ FROM unnest($1::bigint[], $2::bigint[]) AS c(id, token)
 WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
 RETURNING j.id::text`,
     ),
+    // With completed jobs kept for no time (retention.completed = 0): the completion deletes the
+    // row, fenced the same way. A DELETE writes no new row version and no index entries.
+    completeDelete: set.named(
+      'job_complete_delete',
+      (s) => `
+DELETE FROM ${s}.jobs j
+USING unnest($1::bigint[], $2::bigint[]) AS c(id, token)
+WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
+RETURNING j.id::text`,
+    ),
     // One failed attempt: back to available after a delay, or held, or discarded. Fenced by token.
     fail: set.named(
       'job_fail',
@@ -157,9 +167,9 @@ export async function jobExpireHeld(db: Executor, st: JobRunStatements, id: stri
   return (await run(db, st.expireHeld, [id, token])).length === 1;
 }
 
-/** Completes jobs; returns the ids whose token still held (the others were refused). */
-export async function jobComplete(db: Executor, st: JobRunStatements, ids: string[], tokens: string[]): Promise<Set<string>> {
-  const rows = await run<{ id: string }>(db, st.complete, [ids, tokens]);
+/** Completes jobs (or deletes them, with `remove`); returns the ids whose token still held (the others were refused). */
+export async function jobComplete(db: Executor, st: JobRunStatements, ids: string[], tokens: string[], remove = false): Promise<Set<string>> {
+  const rows = await run<{ id: string }>(db, remove ? st.completeDelete : st.complete, [ids, tokens]);
   return new Set(rows.map((r) => r.id));
 }
 

@@ -44,7 +44,11 @@ export interface NightshiftOptions {
   maintenance?: boolean;
   /** How often maintenance runs. Default 5000 ms. */
   maintenanceIntervalMs?: number;
-  /** How long finished jobs are kept, per state. Default: completed 1 day, others 30 days. */
+  /**
+   * How long finished jobs are kept, per state. Default: completed 1 day, others 30 days.
+   * `completed: 0` deletes a job as it completes (a DELETE instead of an UPDATE, the cheapest
+   * completion; the job is then gone from listings at once).
+   */
   retention?: Retention;
   /** LISTEN for wake-ups (polling still runs). Default true. */
   listen?: boolean;
@@ -80,7 +84,7 @@ const schema = z
     maxConnections: positiveInt(1_000).optional(),
     maintenance: z.boolean().optional(),
     maintenanceIntervalMs: ms.min(100).optional(),
-    retention: z.record(z.enum(['completed', 'discarded', 'cancelled', 'expired']), z.union([z.number().min(0), z.literal(false)])).optional(),
+    retention: z.partialRecord(z.enum(['completed', 'discarded', 'cancelled', 'expired']), z.union([z.number().min(0), z.literal(false)])).optional(),
     listen: z.boolean().optional(),
     preparedStatements: z.boolean().optional(),
     logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function' && typeof (v as Logger).child === 'function', 'must be a pino logger (or one with info/warn/error/debug/child)').optional(),

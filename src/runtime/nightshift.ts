@@ -125,6 +125,7 @@ export class Nightshift extends JobAdmin {
             minPollMs: Math.min(50, o.pollIntervalMs),
             maxPollMs: o.pollIntervalMs,
             prefetch: o.prefetch,
+            deleteCompleted: o.retention.completed === 0,
             shutdownGraceMs: o.shutdownGraceMs,
             abortGraceMs: Math.min(5_000, Math.max(500, o.shutdownGraceMs / 5)),
           },

@@ -28,6 +28,8 @@ export interface WorkerSettings {
   maxPollMs: number;
   /** Jobs each queue claims ahead of free slots (0: claim only for free slots). */
   prefetch: number;
+  /** Delete a job when it completes (completed jobs are kept for no time). */
+  deleteCompleted: boolean;
   shutdownGraceMs: number;
   /** After the grace period, how long aborted handlers get to return before their jobs are handed back. */
   abortGraceMs: number;
@@ -64,7 +66,7 @@ export class Worker {
     this.global = new Slots(settings.concurrency);
     this.maxHeld = 2 * (settings.concurrency + settings.prefetch);
     const onError = (where: string) => (err: unknown) => this.reportError(where, err);
-    this.completer = new Completer(db, 1_000, Math.max(1_000, settings.leaseMs - settings.heartbeatMs), onError('complete'));
+    this.completer = new Completer(db, 1_000, Math.max(1_000, settings.leaseMs - settings.heartbeatMs), onError('complete'), settings.deleteCompleted);
     const marks = new StartMarks(db, onError('record start'));
     this.runner = new JobRunner(db, registry, this.active, this.completer, enqueuer, events, logger, settings.leaseMs, marks);
     this.heartbeat = new PeriodicTask('heartbeat', settings.heartbeatMs, () => this.renewLeases(), onError('heartbeat'), 0);
