@@ -16,11 +16,11 @@ export class BenchServer {
   ) {}
 
   /** Starts an embedded server, or uses `DATABASE_URL` when given (databases are created in it). */
-  static async start(extraFlags: string[] = []): Promise<BenchServer> {
+  static async start(extraFlags: string[] = [], log?: (line: string) => void): Promise<BenchServer> {
     let handle: EmbeddedPostgresHandle | undefined;
     let url = process.env.BENCH_DATABASE_URL;
     if (!url) {
-      handle = await startEmbeddedPostgres({ flags: [...SERVER_FLAGS, ...extraFlags] });
+      handle = await startEmbeddedPostgres({ flags: [...SERVER_FLAGS, ...extraFlags], ...(log ? { log } : {}) });
       url = handle.url;
     }
     const admin = new pg.Pool({ connectionString: url, max: 2 });

@@ -20,6 +20,18 @@ export interface ClaimedRow {
   expires_in_ms: number | null;
 }
 
+/**
+ * The fence of batched writes: ids in $1, their lease tokens in $2 (same order), still running.
+ * Deliberately no join on the pairs: with statistics that say almost nothing runs (the usual state
+ * of a queue table's statistics), the planner answered a join of `unnest($1, $2)` with a scan of
+ * every running row once per element, quadratic in the batch: 250-790 ms for a few hundred
+ * completions with two workers (auto_explain, bench/NOTES.md). Two `= ANY` filters are linear
+ * whatever the plan (a primary-key scan, or a scan with hashed arrays). They are as strict as the
+ * pairs: a token is issued to exactly one claim of one job, so a row whose token is in $2 is the
+ * job that claim took; the caller matches results by token.
+ */
+const FENCED = `j.id = ANY($1::bigint[]) AND j.lease_token = ANY($2::bigint[]) AND j.state = 'running'`;
+
 /** The worker's statements of one schema: the hot path, every write fenced by the lease token. */
 export function jobRunStatements(set: StatementSet) {
   return {
@@ -62,9 +74,8 @@ RETURNING j.id::text, j.kind, j.queue, j.state, j.payload, j.attempt, j.max_atte
       'job_start',
       (s) => `
 UPDATE ${s}.jobs j SET started_at = now()
-FROM unnest($1::bigint[], $2::bigint[]) AS x(id, token)
-WHERE j.id = x.id AND j.lease_token = x.token AND j.state = 'running'
-RETURNING j.id::text`,
+WHERE ${FENCED}
+RETURNING j.lease_token::text AS token`,
     ),
     // A job claimed ahead of a free slot whose deadline passed before a slot freed: expired, its
     // attempt given back (it never ran).
@@ -82,9 +93,8 @@ RETURNING id::text`,
       'job_complete',
       (s) => `
 UPDATE ${s}.jobs j SET state = 'completed', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
-FROM unnest($1::bigint[], $2::bigint[]) AS c(id, token)
-WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
-RETURNING j.id::text`,
+WHERE ${FENCED}
+RETURNING j.lease_token::text AS token`,
     ),
     // With completed jobs kept for no time (retention.completed = 0): the completion deletes the
     // row, fenced the same way. A DELETE writes no new row version and no index entries.
@@ -92,9 +102,8 @@ RETURNING j.id::text`,
       'job_complete_delete',
       (s) => `
 DELETE FROM ${s}.jobs j
-USING unnest($1::bigint[], $2::bigint[]) AS c(id, token)
-WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
-RETURNING j.id::text`,
+WHERE ${FENCED}
+RETURNING j.lease_token::text AS token`,
     ),
     // One failed attempt: back to available after a delay, or held, or discarded. Fenced by token.
     fail: set.named(
@@ -115,9 +124,8 @@ RETURNING id::text`,
       'job_heartbeat',
       (s) => `
 UPDATE ${s}.jobs j SET lease_expires_at = now() + $3::float8 * interval '1 millisecond'
-FROM unnest($1::bigint[], $2::bigint[]) AS h(id, token)
-WHERE j.id = h.id AND j.lease_token = h.token AND j.state = 'running'
-RETURNING j.id::text`,
+WHERE ${FENCED}
+RETURNING j.lease_token::text AS token`,
     ),
     // Shutdown: hand jobs back at once. A job whose handler never started gets its attempt back;
     // an at-most-once job whose handler did start may have acted, so it is abandoned, not re-run.
@@ -134,7 +142,7 @@ WITH r AS (
     errors = CASE WHEN x.started THEN ${s}.append_error(j.errors, x.err::jsonb) ELSE j.errors END,
     lease_owner = NULL, lease_expires_at = NULL
   FROM unnest($1::bigint[], $2::bigint[], $3::bool[], $4::text[]) AS x(id, token, started, err)
-  WHERE j.id = x.id AND j.lease_token = x.token AND j.state = 'running'
+  WHERE j.id = x.id AND j.lease_token = x.token AND j.state = 'running' AND j.id = ANY($1::bigint[])
   RETURNING j.id, j.queue, j.state
 )
 SELECT r.id::text, r.state, pg_notify($5, r.queue) IS NULL AS notified FROM r`,
@@ -156,10 +164,10 @@ export function jobClaim(
   return run<ClaimedRow>(db, st.claim, [queue, kinds, limit, owner, leaseMs]);
 }
 
-/** Records that the handlers of these claimed jobs start now; returns the ids whose token still held. */
+/** Records that the handlers of these claimed jobs start now; returns the lease tokens that still held. */
 export async function jobStart(db: Executor, st: JobRunStatements, ids: string[], tokens: string[]): Promise<Set<string>> {
-  const rows = await run<{ id: string }>(db, st.start, [ids, tokens]);
-  return new Set(rows.map((r) => r.id));
+  const rows = await run<{ token: string }>(db, st.start, [ids, tokens]);
+  return new Set(rows.map((r) => r.token));
 }
 
 /** Expires a claimed job that never started; false when the token was stale. */
@@ -167,10 +175,10 @@ export async function jobExpireHeld(db: Executor, st: JobRunStatements, id: stri
   return (await run(db, st.expireHeld, [id, token])).length === 1;
 }
 
-/** Completes jobs (or deletes them, with `remove`); returns the ids whose token still held (the others were refused). */
+/** Completes jobs (or deletes them, with `remove`); returns the lease tokens that still held (the others were refused). */
 export async function jobComplete(db: Executor, st: JobRunStatements, ids: string[], tokens: string[], remove = false): Promise<Set<string>> {
-  const rows = await run<{ id: string }>(db, remove ? st.completeDelete : st.complete, [ids, tokens]);
-  return new Set(rows.map((r) => r.id));
+  const rows = await run<{ token: string }>(db, remove ? st.completeDelete : st.complete, [ids, tokens]);
+  return new Set(rows.map((r) => r.token));
 }
 
 /** The outcome of one failed attempt, decided by the jobs layer. */
@@ -189,7 +197,7 @@ export async function jobFail(db: Executor, st: JobRunStatements, id: string, to
   return rows.length === 1;
 }
 
-/** Extends leases; returns the ids still held. */
+/** Extends leases; returns the lease tokens still held. */
 export async function jobHeartbeat(
   db: Executor,
   st: JobRunStatements,
@@ -197,8 +205,8 @@ export async function jobHeartbeat(
   tokens: string[],
   leaseMs: number,
 ): Promise<Set<string>> {
-  const rows = await run<{ id: string }>(db, st.heartbeat, [ids, tokens, leaseMs]);
-  return new Set(rows.map((r) => r.id));
+  const rows = await run<{ token: string }>(db, st.heartbeat, [ids, tokens, leaseMs]);
+  return new Set(rows.map((r) => r.token));
 }
 
 /** A job handed back at shutdown. */

@@ -79,7 +79,7 @@ export class Completer {
           batch.map((p) => p.token),
           this.remove,
         );
-        for (const p of batch) p.resolve(applied.has(p.id));
+        for (const p of batch) p.resolve(applied.has(p.token));
         return;
       } catch (err) {
         this.onError(err);

@@ -64,7 +64,7 @@ export class RunContext implements JobContext {
     const row = job.row;
     if (job.finished) throw new LeaseLostError(row.id, job.cause ?? 'the job already finished');
     const held = await jobHeartbeat(shared.db.pool.pool, shared.db.run, [row.id], [row.lease_token], shared.leaseMs);
-    if (!held.has(row.id)) {
+    if (!held.has(row.lease_token)) {
       shared.leaseLost(job, 'heartbeat found the lease taken');
       throw new LeaseLostError(row.id, 'heartbeat found the lease taken');
     }

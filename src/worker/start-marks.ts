@@ -43,7 +43,7 @@ export class StartMarks {
         batch.map((p) => p.job.row.id),
         batch.map((p) => p.job.row.lease_token),
       );
-      for (const p of batch) p.resolve(held.has(p.job.row.id) ? 'started' : 'refused');
+      for (const p of batch) p.resolve(held.has(p.job.row.lease_token) ? 'started' : 'refused');
     } catch (err) {
       this.onError(err);
       for (const p of batch) p.resolve('failed');

@@ -280,7 +280,7 @@ export class Worker {
       this.settings.leaseMs,
     );
     for (const j of jobs) {
-      if (!held.has(j.row.id) && this.active.get(j.row.id) === j) {
+      if (!held.has(j.row.lease_token) && this.active.get(j.row.id) === j) {
         this.runner.leaseLost(j, 'heartbeat found the lease taken (expired and rescued, or cancelled)');
       }
     }
