@@ -45,7 +45,12 @@ export type ChildReply =
   | { type: 'reply'; id: number; ok: true; result: unknown }
   | { type: 'reply'; id: number; ok: false; error: string };
 
-/** Wall-clock time in ms with sub-millisecond precision, comparable across processes on one host. */
+/**
+ * A clock in ms with sub-millisecond precision that all processes on one host share: the system's
+ * monotonic clock (CLOCK_MONOTONIC on Linux). Not `performance.timeOrigin + performance.now()`:
+ * each process fixes its time origin from the wall clock when it starts, and two processes' origins
+ * can disagree by milliseconds (a first full run measured a negative median latency with it).
+ */
 export function wallMs(): number {
-  return performance.timeOrigin + performance.now();
+  return Number(process.hrtime.bigint()) / 1e6;
 }

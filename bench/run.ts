@@ -5,12 +5,14 @@
  *   npm run bench -- --quick      under 2 minutes, smaller workloads, bench/results/quick.md
  *
  * Options: --runs N, --systems a,b, --only bulk,single,drain,latency,ceiling, --no-pgbench, --out FILE,
+ * --merge (replace only the measured figures in the existing results file, noting when and how),
+ * --note TEXT (added to the results' notes; with --merge --only none, only adds the note),
  * --profile (CPU profiles of every child and the top statements from pg_stat_statements of every
  * run, in bench/.profile/<time>/; figures taken while profiling are not for the table).
  * Every run is bounded: each step has a timeout, the whole run a deadline; children are killed and
  * PostgreSQL removed on the way out, also on Ctrl-C.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -45,6 +47,8 @@ const { values: args } = parseArgs({
     'no-pgbench': { type: 'boolean', default: false },
     out: { type: 'string' },
     profile: { type: 'boolean', default: false },
+    merge: { type: 'boolean', default: false },
+    note: { type: 'string', multiple: true, default: [] },
   },
 });
 
@@ -111,7 +115,7 @@ async function main(): Promise<void> {
     })),
     figures: {},
     ceiling: { method: null, values: {} },
-    notes: [],
+    notes: [...(args.note ?? [])],
   };
   const record = (key: string, id: SystemAdapter['id'], value: number) => {
     const byKey = (results.figures[key] ??= {});
@@ -223,13 +227,32 @@ async function main(): Promise<void> {
 
   results.machine.loadAfter = loadavg();
   results.durationSeconds = (Date.now() - started) / 1000;
-  const md = renderMarkdown(results);
   const out = args.out ?? join(here, 'results', mode === 'full' ? 'latest.md' : 'quick.md');
+  const json = out.replace(/\.md$/, '.json');
+  const final = args.merge && existsSync(json) ? merge(JSON.parse(readFileSync(json, 'utf8')) as BenchResults, results) : results;
+  const md = renderMarkdown(final);
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${md}\n`);
-  writeFileSync(out.replace(/\.md$/, '.json'), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(json, `${JSON.stringify(final, null, 2)}\n`);
   process.stdout.write(`${md}\n`);
   log(`written to ${out}`);
+}
+
+/** The earlier results with the figures just measured replacing theirs, and a note saying so. */
+function merge(earlier: BenchResults, now: BenchResults): BenchResults {
+  const figures = { ...earlier.figures };
+  for (const [key, bySystem] of Object.entries(now.figures)) figures[key] = { ...figures[key], ...bySystem };
+  const keys = Object.keys(now.figures).concat(now.ceiling.method ? ['raw ceiling'] : []);
+  if (keys.length === 0) return { ...earlier, notes: [...earlier.notes, ...now.notes] };
+  const note =
+    `re-measured at ${now.startedAt} (${now.sizes.runs} runs, load average before/after ` +
+    `${now.machine.loadBefore.map((x) => x.toFixed(2)).join(' ')} / ${now.machine.loadAfter.map((x) => x.toFixed(2)).join(' ')}): ${keys.join(', ')}`;
+  return {
+    ...earlier,
+    figures,
+    ceiling: now.ceiling.method ? now.ceiling : earlier.ceiling,
+    notes: [...earlier.notes, ...now.notes, note],
+  };
 }
 
 /** Writes the run's statements by total time, with calls, mean time, rows and buffers. */

@@ -7,7 +7,7 @@
 /** The payload of every benchmark job: a sequence number, or a send time for latency runs. */
 export interface BenchPayload {
   i?: number;
-  /** Wall-clock send time in ms with sub-ms precision (performance.timeOrigin + performance.now()). */
+  /** Send time in ms on the host's shared monotonic clock (see wallMs in bench/protocol.ts). */
   t?: number;
 }
 
