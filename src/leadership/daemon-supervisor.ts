@@ -74,6 +74,10 @@ export class DaemonSupervisor {
     });
     this.unsubscribe = this.elector.onChange((term) => {
       if (!term) return;
+      if (this.running) {
+        // Only a run that ignores its aborted signal gets here: the new term's run waits for it.
+        this.s.logger.warn({ daemon: daemon.name, fencingToken: term.token }, 'elected again while the last run has not returned; the new run waits for it');
+      }
       this.runs = this.runs.then(() => this.runTerm(term));
     });
   }
@@ -160,7 +164,8 @@ export class DaemonSupervisor {
     this.failures++;
     const message = err instanceof Error ? err.message : String(err);
     this.lastError = message;
-    this.s.logger.error({ err, daemon: this.daemon.name, token: term.token, restartInMs: Math.round(restartInMs) }, 'daemon run failed; restarting');
+    // `fencingToken`, not `token`: the default logger redacts any field named token.
+    this.s.logger.error({ err, daemon: this.daemon.name, fencingToken: term.token, restartInMs: Math.round(restartInMs) }, 'daemon run failed; restarting');
     this.s.events.emit({ type: 'daemon.failed', name: this.daemon.name, token: term.token, error: message, restartInMs: Math.round(restartInMs) });
   }
 
@@ -173,7 +178,7 @@ export class DaemonSupervisor {
       leaseName,
       fencingToken: term.token,
       signal,
-      log: this.s.logger.child({ daemon: this.daemon.name, token: term.token }),
+      log: this.s.logger.child({ daemon: this.daemon.name, fencingToken: term.token }),
       db: database.pool.pool,
       fence,
       transaction: <T>(fn: (tx: Parameters<DaemonContext['fence']>[0]) => Promise<T>) =>

@@ -13,7 +13,7 @@ export interface DaemonContext {
   readonly fencingToken: string;
   /** Aborts when leadership is lost (not renewed in time, taken over) or the process is stopping. */
   readonly signal: AbortSignal;
-  /** A logger carrying the daemon's name and token. */
+  /** A logger carrying the daemon's name and fencing token (as `daemon` and `fencingToken`). */
   readonly log: Logger;
   /** The shared pool, for queries and your own transactions. */
   readonly db: Executor;
