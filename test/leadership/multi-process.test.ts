@@ -1,8 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/db.js';
+import { startScript, type Proc } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
 
 // Three real processes campaign for one daemon; holders are killed and frozen for real.
@@ -10,39 +8,24 @@ import { waitFor } from '../support/wait.js';
 const t = useTestDatabase('mp');
 t.migrateBeforeAll();
 const q = () => `"${t.schema}"`;
-const FIXTURE = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'daemon-process.ts');
-
-interface Proc {
-  child: ChildProcess;
-  pid: number;
-  output: string[];
-  exited: Promise<number | null>;
-}
+const FIXTURE = 'test/leadership/fixtures/daemon-process.ts';
 
 const procs: Proc[] = [];
 
 function start(): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
-    env: { ...process.env, NS_TEST_DATABASE_URL: t.url, NS_TEST_SCHEMA: t.schema, NS_TEST_TTL_MS: '1500' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output: string[] = [];
-  child.stdout!.on('data', (b: Buffer) => output.push(...b.toString().trim().split('\n')));
-  child.stderr!.on('data', (b: Buffer) => output.push(...b.toString().trim().split('\n').map((l) => `stderr: ${l}`)));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const p = { child, pid: child.pid!, output, exited };
+  const p = startScript(FIXTURE, { NS_TEST_DATABASE_URL: t.url, NS_TEST_SCHEMA: t.schema, NS_TEST_TTL_MS: '1500' });
   procs.push(p);
   return p;
 }
 
 afterEach(async (ctx) => {
   if (ctx.task.result?.state === 'fail') {
-    for (const p of procs) console.error(`--- process ${p.pid}\n${p.output.join('\n')}`);
+    for (const p of procs) console.error(`--- process ${p.pid}\n${p.output()}`);
   }
   for (const p of procs.splice(0)) {
     if (p.child.exitCode === null && p.child.signalCode === null) {
-      p.child.kill('SIGCONT');
-      p.child.kill('SIGKILL');
+      p.kill('SIGCONT');
+      p.kill('SIGKILL');
       await p.exited;
     }
   }
@@ -74,7 +57,7 @@ async function recordsBy(pid: number, token?: string): Promise<number> {
 describe('daemons across processes', () => {
   it('runs on exactly one process, fails over when the holder is killed, and refuses a frozen holder’s late writes', async () => {
     const all = [start(), start(), start()];
-    await waitFor('all three processes to campaign', () => all.every((p) => p.output.includes('ready')), { timeoutMs: 60_000 });
+    await Promise.all(all.map((p) => p.waitForLine('ready')));
 
     // Exactly one runs it: a leader, writing, and nobody else writing.
     const first = await waitFor('a leader', currentLease);
@@ -112,13 +95,17 @@ describe('daemons across processes', () => {
     expect(refusal.token).toBe(second.token);
     expect(refusal.message).toContain('write refused by fencing');
     // It stays alive and campaigning, not leading: the third process still holds the lease.
-    await waitFor('the woken process to notice it was deposed', () => frozen.output.some((l) => l.startsWith(`deposed ${second.token}`)));
+    await frozen.waitForLine(`deposed ${second.token}`);
     expect(frozen.child.exitCode).toBeNull();
     expect((await currentLease())?.pid).toBe(third.pid);
 
     // Stop the survivors cleanly.
     for (const p of all.filter((x) => x !== victim)) p.child.kill('SIGTERM');
-    expect(await Promise.all(all.filter((x) => x !== victim).map((p) => p.exited))).toEqual([0, 0]);
+    const exits = await Promise.all(all.filter((x) => x !== victim).map((p) => p.exited));
+    expect(exits).toEqual([
+      { code: 0, signal: null },
+      { code: 0, signal: null },
+    ]);
 
     // The whole history: in time order tokens never go back, and no token was ever used by two processes.
     const { rows } = await t.sql.query(`SELECT token::text, pid FROM ${q()}.mp_records ORDER BY at, id`);
