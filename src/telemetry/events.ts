@@ -32,7 +32,10 @@ export type NightshiftEvent =
   | { type: 'worker.stopping'; owner: string; running: number }
   | { type: 'worker.stopped'; owner: string }
   | { type: 'worker.error'; where: string; error: string }
-  | { type: 'maintenance.ran'; task: string; count: number };
+  | { type: 'maintenance.ran'; task: string; count: number }
+  | { type: 'leader.elected'; name: string; holder: string; token: string }
+  | { type: 'leader.deposed'; name: string; holder: string; token: string; reason: 'lost' | 'expired' | 'released' }
+  | { type: 'daemon.failed'; name: string; token: string; error: string; restartInMs: number };
 
 /** The type names of {@link NightshiftEvent}. */
 export type NightshiftEventType = NightshiftEvent['type'];

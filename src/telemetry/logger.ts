@@ -42,6 +42,9 @@ const LEVEL: Partial<Record<NightshiftEvent['type'], 'debug' | 'info' | 'warn' |
   'worker.stopped': 'info',
   'worker.error': 'error',
   'maintenance.ran': 'debug',
+  'leader.elected': 'info',
+  'leader.deposed': 'warn',
+  'daemon.failed': 'error',
 };
 
 /** Writes events to the logger: ids, kinds and outcomes, never payloads. */
