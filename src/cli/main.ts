@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { NightshiftError } from '../errors.js';
 import { nightshiftVersion } from '../runtime/version.js';
+import { registerDaemons } from './commands/daemons.js';
 import { registerEnqueue } from './commands/enqueue.js';
 import { registerJobs } from './commands/jobs.js';
 import { registerMigrate } from './commands/migrate.js';
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerJobs(program);
   registerQueues(program);
   registerStatus(program);
+  registerDaemons(program);
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();

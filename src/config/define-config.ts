@@ -1,5 +1,6 @@
 import { ConfigError, closest, type Issue } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
+import type { DaemonDefinition } from '../leadership/define-daemon.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { resolveOptions, type NightshiftOptions } from '../runtime/client-options.js';
@@ -19,6 +20,8 @@ export interface NightshiftConfig {
     budget?: { replicas?: number; maxConnectionsPerProcess?: number };
   };
   jobs?: JobDefinition[];
+  /** Daemons (defineDaemon): each runs on exactly one live process among those hosting it. */
+  daemons?: DaemonDefinition[];
   roles?: Record<string, RoleDefinition>;
   worker?: {
     concurrency?: number;
@@ -36,7 +39,7 @@ export interface NightshiftConfig {
   logger?: Logger;
 }
 
-const TOP = ['database', 'jobs', 'roles', 'worker', 'requiredEnv', 'maxPayloadBytes', 'logger'];
+const TOP = ['database', 'jobs', 'daemons', 'roles', 'worker', 'requiredEnv', 'maxPayloadBytes', 'logger'];
 const DATABASE = ['url', 'schema', 'maxConnections', 'preparedStatements', 'budget'];
 const WORKER = ['concurrency', 'queues', 'leaseMs', 'heartbeatMs', 'pollIntervalMs', 'shutdownGraceMs', 'maintenanceIntervalMs', 'retention'];
 const ROLE = ['jobs', 'queues', 'schedules', 'daemons', 'consumers', 'requiredEnv'];
@@ -87,9 +90,19 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
     if (kinds.includes(j.kind)) issues.push({ path: `jobs.${i}`, message: `kind "${j.kind}" is defined twice` });
     kinds.push(j.kind);
   });
+  const daemons: string[] = [];
+  (config.daemons ?? []).forEach((d, i) => {
+    if (typeof d !== 'object' || d === null || typeof d.name !== 'string' || typeof d.run !== 'function') {
+      issues.push({ path: `daemons.${i}`, message: 'must be a daemon created with defineDaemon' });
+      return;
+    }
+    if (daemons.includes(d.name)) issues.push({ path: `daemons.${i}`, message: `daemon "${d.name}" is defined twice` });
+    daemons.push(d.name);
+  });
   for (const [name, role] of Object.entries(config.roles ?? {})) {
     unknownKeys(role, ROLE, `roles.${name}`, issues);
     refs(role?.jobs, kinds, `roles.${name}.jobs`, 'job kind', issues);
+    refs(role?.daemons, daemons, `roles.${name}.daemons`, 'daemon', issues);
   }
   if (issues.length) throw new ConfigError('config', issues);
   // The client options carry their own checks (types, ranges); run them now, not at start-up,
@@ -132,6 +145,7 @@ export function toClientOptions(config: NightshiftConfig, o: { databaseUrl: stri
     ...(d.preparedStatements !== undefined ? { preparedStatements: d.preparedStatements } : {}),
     ...(d.budget !== undefined ? { budget: d.budget } : {}),
     jobs: config.jobs ?? [],
+    daemons: config.daemons ?? [],
     roles: config.roles ?? {},
     ...(o.roles ? { activeRoles: o.roles } : {}),
     ...(config.requiredEnv ? { requiredEnv: config.requiredEnv } : {}),

@@ -8,6 +8,7 @@ import type { Retention } from '../maintenance/job-maintenance.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { ENV_NAME } from '../jobs/define-job.js';
+import type { DaemonDefinition } from '../leadership/define-daemon.js';
 
 /** Options of {@link createNightshift}. Every field's default is stated. */
 export interface NightshiftOptions {
@@ -63,6 +64,8 @@ export interface NightshiftOptions {
   budget?: { replicas?: number; maxConnectionsPerProcess?: number };
   /** Register this process in the `processes` table (who runs what). Default true. */
   registerProcess?: boolean;
+  /** Daemons (from defineDaemon): each runs on exactly one live process among those hosting it. */
+  daemons?: DaemonDefinition[];
 }
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
@@ -110,6 +113,7 @@ const schema = z
     requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
     budget: z.object({ replicas: positiveInt(10_000).optional(), maxConnectionsPerProcess: positiveInt(10_000).optional() }).strict().optional(),
     registerProcess: z.boolean().optional(),
+    daemons: z.array(z.custom<DaemonDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as DaemonDefinition).name === 'string' && typeof (v as DaemonDefinition).run === 'function', 'must be created with defineDaemon')).optional(),
   })
   .strict();
 
@@ -141,6 +145,7 @@ export interface ResolvedOptions {
   requiredEnv: string[];
   budget: { replicas?: number; maxConnectionsPerProcess?: number } | undefined;
   registerProcess: boolean;
+  daemons: DaemonDefinition[];
 }
 
 const KEYS = Object.keys(schema.shape);
@@ -199,5 +204,6 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     requiredEnv: o.requiredEnv ?? [],
     budget: o.budget,
     registerProcess: o.registerProcess ?? true,
+    daemons: o.daemons ?? [],
   });
 }

@@ -10,7 +10,8 @@ export function createLogger(options: { level?: string; name?: string } = {}): L
     level: options.level ?? process.env.NIGHTSHIFT_LOG_LEVEL ?? 'info',
     base: { pid: process.pid },
     redact: {
-      paths: ['password', '*.password', 'secret', '*.secret', 'token', '*.token', 'databaseUrl', 'connectionString', 'payload', '*.payload'],
+      // Fencing tokens are not secrets; credentials and payloads are.
+      paths: ['password', '*.password', 'secret', '*.secret', 'apiKey', '*.apiKey', 'authorization', '*.authorization', 'databaseUrl', 'connectionString', 'payload', '*.payload'],
       censor: '[redacted]',
     },
   });
