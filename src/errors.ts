@@ -27,6 +27,14 @@ export class NightshiftError extends Error {
   }
 }
 
+/**
+ * Whether `err` is a nightshift error, from this or another copy of the module (a config file
+ * loaded through tsx gets its own copy, so `instanceof` is not enough).
+ */
+export function isNightshiftError(err: unknown): err is NightshiftError {
+  return err instanceof NightshiftError || (err instanceof Error && typeof (err as unknown as { code?: unknown }).code === 'string' && String((err as unknown as { code: string }).code).startsWith('NS_'));
+}
+
 function formatIssues(issues: readonly Issue[]): string {
   return issues.map((i) => `  - ${i.path || '(value)'}: ${i.message}`).join('\n');
 }
@@ -171,8 +179,11 @@ export function editDistance(a: string, b: string): number {
   return prev[b.length]!;
 }
 
-/** The candidate closest to `word`, when it is close enough to be a likely typo. */
+/** The candidate closest to `word`, when it is close enough to be a likely typo (or one extends the other). */
 export function closest(word: string, candidates: readonly string[]): string | undefined {
+  const lower = word.toLowerCase();
+  const extended = candidates.find((c) => lower.length >= 3 && (c.toLowerCase().startsWith(lower) || lower.startsWith(c.toLowerCase())));
+  if (extended) return extended;
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const c of candidates) {

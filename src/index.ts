@@ -11,7 +11,7 @@ export type { EnqueueManyOptions } from './jobs/enqueuer.js';
 export type { ActorOptions, ListJobsOptions, BulkOptions, Resolution } from './jobs/job-admin.js';
 export type { Backoff } from './jobs/retry-policy.js';
 export type { PayloadSchema } from './jobs/standard-schema.js';
-export { retryAfter, discard, hold, RetryAfter, Discard, Hold, JobControl } from './jobs/job-control.js';
+export { retryAfter, discard, hold, RetryAfter, Discard, Hold, JobControl, isJobControl } from './jobs/job-control.js';
 export type { JobRecord, JobState, JobErrorEntry } from './db/job-row.js';
 export { JOB_STATES } from './db/job-row.js';
 export type { QueueRow, AuditRow } from './db/queues.js';

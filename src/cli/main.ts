@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
-import { NightshiftError } from '../errors.js';
+import { isNightshiftError } from '../errors.js';
 import { nightshiftVersion } from '../runtime/version.js';
 import { registerDaemons } from './commands/daemons.js';
 import { registerEnqueue } from './commands/enqueue.js';
@@ -47,7 +47,7 @@ export async function main(argv: string[]): Promise<number> {
       // --help and --version end with code 0; anything else commander rejects is a usage error.
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (err instanceof NightshiftError) process.stderr.write(`error ${err.code}: ${err.message}\n`);
+    if (isNightshiftError(err)) process.stderr.write(`error ${err.code}: ${err.message}\n`);
     else process.stderr.write(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     return exitCodeFor(err);
   }
