@@ -31,7 +31,12 @@ export type NightshiftEvent =
   | { type: 'worker.stopping'; owner: string; running: number }
   | { type: 'worker.stopped'; owner: string }
   | { type: 'worker.error'; where: string; error: string }
-  | { type: 'maintenance.ran'; task: string; count: number };
+  | { type: 'maintenance.ran'; task: string; count: number }
+  | { type: 'schedule.fired'; schedule: string; tickAt: Date; jobId: string; kind: string; manual: boolean; late: boolean }
+  | { type: 'schedule.skipped'; schedule: string; tickAt: Date; reason: 'overlap' | 'catch-up'; missed: number }
+  | { type: 'schedule.queued'; schedule: string; tickAt: Date }
+  | { type: 'schedule.failed'; schedule: string; tickAt: Date; error: string }
+  | { type: 'schedule.caught-up'; schedule: string; missed: number; fired: number; skipped: number };
 
 /** The type names of {@link NightshiftEvent}. */
 export type NightshiftEventType = NightshiftEvent['type'];

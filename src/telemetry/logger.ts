@@ -41,6 +41,11 @@ const LEVEL: Partial<Record<NightshiftEvent['type'], 'debug' | 'info' | 'warn' |
   'worker.stopped': 'info',
   'worker.error': 'error',
   'maintenance.ran': 'debug',
+  'schedule.fired': 'debug',
+  'schedule.skipped': 'info',
+  'schedule.queued': 'info',
+  'schedule.failed': 'error',
+  'schedule.caught-up': 'warn',
 };
 
 /** Writes events to the logger: ids, kinds and outcomes, never payloads. */
