@@ -60,6 +60,8 @@ export interface TickerReport {
   errors: { schedule: string; error: Error }[];
   /** More ticks are due than one pass decides; the loop runs again at once. */
   more: boolean;
+  /** Some schedule has ticks queued behind a running job; the loop looks again soon to release the next one promptly. */
+  waiting: boolean;
   /** When the next tick of any running schedule is due, on the database clock; null when none is. */
   nextDueAt: Date | null;
 }
@@ -68,11 +70,13 @@ const IN_PROGRESS: ReadonlySet<JobState | null> = new Set(['available', 'running
 const DAY = 86_400_000;
 const PRUNE_EVERY_MS = 10 * 60_000;
 const MAX_BATCHES_PER_PASS = 20;
+/** Sleep while ticks wait for a running job (overlap 'queue'): job completions send no notification, so the ticker looks. */
+const QUEUE_POLL_MS = 100;
 /** Shortest sleep: when a schedule looked due but another replica held it, look again soon rather than spin. */
 const MIN_SLEEP_MS = 25;
 
 function emptyReport(): TickerReport {
-  return { fired: [], skipped: [], queued: [], failed: [], duplicates: 0, busy: 0, errors: [], more: false, nextDueAt: null };
+  return { fired: [], skipped: [], queued: [], failed: [], duplicates: 0, busy: 0, errors: [], more: false, waiting: false, nextDueAt: null };
 }
 
 /**
@@ -205,6 +209,7 @@ export class ScheduleTicker {
         }
       }
       nextDue = Math.min(nextDue, nextTick(def.timing, Math.max(last, now)) ?? Infinity);
+      if (def.overlap === 'queue' && (row.has_queued || report.queued.some((q) => q.schedule === def.name))) report.waiting = true;
     }
     report.nextDueAt = Number.isFinite(nextDue) ? new Date(nextDue) : null;
     if (Date.now() - this.lastPruneAt > PRUNE_EVERY_MS) {
@@ -386,11 +391,12 @@ export class ScheduleTicker {
       .then(
         (r) => {
           if (r.more) delay = 0;
-          else if (r.nextDueAt) {
+          if (r.waiting) delay = Math.min(delay, QUEUE_POLL_MS);
+          if (!r.more && r.nextDueAt) {
             // Wake just after the tick on the database clock. A tick already past means another
             // replica held the schedule: look again shortly, without spinning.
             const wait = r.nextDueAt.getTime() - this.clockOffsetMs + 2 - Date.now();
-            delay = Math.min(this.pollMs, wait > 0 ? wait : MIN_SLEEP_MS);
+            delay = Math.min(delay, wait > 0 ? wait : MIN_SLEEP_MS);
           }
         },
         (err: unknown) => {
