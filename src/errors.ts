@@ -208,6 +208,35 @@ export class ShutdownError extends NightshiftError {
   }
 }
 
+/** A process was asked to run a role the configuration does not define. */
+export class UnknownRoleError extends NightshiftError {
+  constructor(roles: readonly string[], valid: readonly string[]) {
+    const suggestions = roles.map((r) => closest(r, valid)).filter((s): s is string => s !== undefined);
+    super('NS_UNKNOWN_ROLE', `unknown role${roles.length > 1 ? 's' : ''}: ${roles.map((r) => `"${r}"`).join(', ')}`, {
+      hint: `valid roles: ${valid.length ? valid.join(', ') : '(none defined)'}${suggestions.length ? `; did you mean ${suggestions.map((s) => `"${s}"`).join(', ')}?` : ''}`,
+    });
+  }
+}
+
+/** Required environment variables are missing: start-up fails closed. */
+export class MissingEnvError extends NightshiftError {
+  constructor(missing: readonly { name: string; requiredBy: string[] }[]) {
+    super(
+      'NS_MISSING_ENV',
+      `missing required environment variable${missing.length > 1 ? 's' : ''}:\n${missing.map((m) => `  - ${m.name} (required by ${m.requiredBy.join(', ')})`).join('\n')}`,
+      { hint: 'set them in the environment of this process, or run it without the roles that need them' },
+    );
+  }
+}
+
+/** The connections the fleet would need exceed what the server allows. */
+export class BudgetExceededError extends NightshiftError {
+  constructor(message: string) {
+    super('NS_BUDGET_EXCEEDED', message, {
+      hint: 'lower maxConnections per process or the number of replicas, raise max_connections on the server, or put a pooler in front',
+    });
+  }
+}
 /** No schedule with that name is defined in this client. */
 export class ScheduleNotFoundError extends NightshiftError {
   constructor(name: string, known: readonly string[]) {

@@ -17,6 +17,11 @@ import { EventBus, type EventListener } from '../telemetry/events.js';
 import { createLogger, logEvents, type Logger } from '../telemetry/logger.js';
 import { Worker } from '../worker/worker.js';
 import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './client-options.js';
+import { MissingEnvError } from '../errors.js';
+import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
+import { listProcesses, ProcessRegistry } from './process-registry.js';
+import { assertBudget, connectionBudget, type BudgetReport } from './budget.js';
+import type { ProcessRow } from '../db/processes.js';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -33,6 +38,8 @@ export class Nightshift extends JobAdmin {
   private worker: Worker | undefined;
   private listener: Listener | undefined;
   private tasks: PeriodicTask[] = [];
+  private processRegistry: ProcessRegistry | undefined;
+  private plan_: RolePlan | undefined;
   private state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
   private unlog: () => void;
@@ -81,6 +88,11 @@ export class Nightshift extends JobAdmin {
     return this.enqueuer.enqueue(job as JobDefinition | string, payload, options);
   }
 
+  /** Enqueues a kind this client does not define, through the SQL function (the kind must be registered by some client). */
+  enqueueRegistered(kind: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
+    return this.enqueuer.enqueueRegistered(kind, payload, options);
+  }
+
   /** Enqueues many jobs of one kind atomically (all or none). */
   enqueueMany<S extends PayloadSchema>(
     job: JobDefinition<S> | string,
@@ -105,11 +117,22 @@ export class Nightshift extends JobAdmin {
     if (this.state !== 'idle') return;
     this.state = 'starting';
     try {
-      await assertMigrated(this.pool.pool, this.database.schema);
-      await this.register();
       const o = this.options;
-      const kinds = this.registry.kinds();
-      const queues = o.queues ?? new Map(this.registry.all().map((d) => [d.queue, Infinity]));
+      const plan = this.planRoles();
+      const missing = missingEnv(plan, process.env);
+      if (missing.length) throw new MissingEnvError(missing);
+      await assertMigrated(this.pool.pool, this.database.schema);
+      if (o.budget) {
+        await assertBudget(this.pool.pool, {
+          pool: o.maxConnections,
+          listener: o.listen,
+          replicas: o.budget.replicas ?? 1,
+          ...(o.budget.maxConnectionsPerProcess !== undefined ? { maxPerProcess: o.budget.maxConnectionsPerProcess } : {}),
+        });
+      }
+      await this.register();
+      const kinds = plan.kinds;
+      const queues = o.queues ?? plan.queues;
       if (kinds.length > 0 && queues.size > 0) {
         this.worker = new Worker(
           this.database,
@@ -134,6 +157,16 @@ export class Nightshift extends JobAdmin {
       if (this.worker && o.listen) await this.startListener();
       this.worker?.start();
       if (o.maintenance) this.startMaintenance();
+      if (o.registerProcess) {
+        this.processRegistry = new ProcessRegistry(
+          this.database,
+          plan.roles,
+          { kinds, queues: [...queues.keys()], schedules: plan.schedules, daemons: plan.daemons, concurrency: o.concurrency },
+          Math.min(10_000, o.heartbeatMs),
+          (err) => this.events.emit({ type: 'worker.error', where: 'process registry', error: String(err) }),
+        );
+        await this.processRegistry.start();
+      }
       this.state = 'running';
     } catch (err) {
       this.state = 'idle';
@@ -189,6 +222,37 @@ export class Nightshift extends JobAdmin {
     this.listener?.dropConnection();
   }
 
+  /** What this process hosts for its roles (validated: an unknown role throws NS_UNKNOWN_ROLE). */
+  planRoles(): RolePlan {
+    this.plan_ ??= planRoles(
+      {
+        jobs: this.registry.all().map((d) => ({ kind: d.kind, queue: d.queue, requiredEnv: d.requiredEnv ?? [] })),
+        schedules: [],
+        daemons: [],
+        consumers: [],
+        requiredEnv: this.options.requiredEnv,
+      },
+      this.options.roles,
+      this.options.activeRoles,
+    );
+    return this.plan_;
+  }
+
+  /** Live processes of the fleet: host, pid, roles, version, what they host, last seen. */
+  listProcesses(): Promise<ProcessRow[]> {
+    return listProcesses(this.database);
+  }
+
+  /** Connections one process of this shape (pool + listener) and `replicas` of them need, against the server. */
+  connectionBudget(options: { replicas?: number } = {}): Promise<BudgetReport> {
+    return connectionBudget(this.pool.pool, { pool: this.options.maxConnections, listener: this.options.listen, replicas: options.replicas ?? 1 });
+  }
+
+  /** This process's id in the process registry (after start). */
+  get processId(): string | undefined {
+    return this.processRegistry?.id;
+  }
+
   private async register(): Promise<void> {
     await kindRegister(this.pool.pool, this.database.queues, this.registry.kindRows());
     await settingPayloadLimit(this.pool.pool, this.database.queues, this.options.maxPayloadBytes);
@@ -238,6 +302,7 @@ export class Nightshift extends JobAdmin {
   }
 
   private async stopParts(): Promise<void> {
+    await this.processRegistry?.stop();
     await Promise.all(this.tasks.map((t) => t.stop()));
     this.tasks = [];
     await this.worker?.stop();

@@ -25,6 +25,7 @@ export type NightshiftEvent =
   | ({ type: 'job.released'; state: string } & JobEventFields)
   | ({ type: 'job.refused'; operation: string; token: string } & JobEventFields)
   | ({ type: 'job.lease-lost'; why: string } & JobEventFields)
+  | { type: 'worker.claimed'; queue: string; asked: number; count: number }
   | { type: 'listener.connected' }
   | { type: 'listener.lost'; error: string }
   | { type: 'worker.started'; owner: string; queues: string[]; concurrency: number }

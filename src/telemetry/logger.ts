@@ -34,6 +34,7 @@ const LEVEL: Partial<Record<NightshiftEvent['type'], 'debug' | 'info' | 'warn' |
   'job.released': 'info',
   'job.refused': 'warn',
   'job.lease-lost': 'warn',
+  'worker.claimed': 'trace' as 'debug',
   'listener.connected': 'debug',
   'listener.lost': 'warn',
   'worker.started': 'info',
