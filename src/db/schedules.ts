@@ -77,6 +77,11 @@ ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, job_kind = EXCLUDED.job_k
   last_tick_at = CASE WHEN c.spec <> EXCLUDED.spec THEN greatest(c.last_tick_at, now()) ELSE c.last_tick_at END
 WHERE (c.spec, c.job_kind) IS DISTINCT FROM (EXCLUDED.spec, EXCLUDED.job_kind)`,
     ),
+    // Operator actions create a missing row but never change the timing in force: a CLI with an
+    // older config must not take a schedule over from the fleet.
+    ensure: set.plain(
+      (s) => `INSERT INTO ${s}.schedules (name, spec, job_kind) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`,
+    ),
     // The ticker's poll: one cheap read of every schedule it runs, with the database clock.
     overview: set.named(
       'schedule_overview',
@@ -172,6 +177,11 @@ export type ScheduleStatements = ReturnType<typeof scheduleStatements>;
 export async function scheduleRegister(db: Executor, st: ScheduleStatements, rows: readonly ScheduleRegistration[]): Promise<void> {
   if (rows.length === 0) return;
   await run(db, st.register, [rows.map((r) => r.name), rows.map((r) => r.spec), rows.map((r) => r.kind)]);
+}
+
+/** Creates a schedule's row when it has none; leaves an existing row as it is. */
+export async function scheduleEnsure(db: Executor, st: ScheduleStatements, r: ScheduleRegistration): Promise<void> {
+  await run(db, st.ensure, [r.name, r.spec, r.kind]);
 }
 
 /** The shared state of the named schedules, with the database clock. */

@@ -6,7 +6,7 @@ import {
   scheduleAudit,
   scheduleList,
   schedulePause,
-  scheduleRegister,
+  scheduleEnsure,
   scheduleStatements,
   tickList,
   tickManualInsert,
@@ -116,7 +116,7 @@ export class ScheduleAdmin {
     const entry = this.set.require(name);
     const who = checkActor(options, this.options.actor);
     const pool = this.options.database.pool;
-    await scheduleRegister(pool.pool, this.st, [{ name, spec: entry.def.spec, kind: entry.def.kind }]);
+    await scheduleEnsure(pool.pool, this.st, { name, spec: entry.def.spec, kind: entry.def.kind });
     const result = await pool.transaction(async (tx) => {
       let at: Date | undefined;
       // Two manual ticks in the same millisecond share a key; the clock moves on for the retry.
@@ -188,7 +188,7 @@ export class ScheduleAdmin {
     const entry = this.set.require(name);
     const who = checkActor(options, this.options.actor);
     const pool = this.options.database.pool.pool;
-    await scheduleRegister(pool, this.st, [{ name, spec: entry.def.spec, kind: entry.def.kind }]);
+    await scheduleEnsure(pool, this.st, { name, spec: entry.def.spec, kind: entry.def.kind });
     return schedulePause(pool, this.st, name, paused, who);
   }
 

@@ -214,7 +214,9 @@ export class ScheduleTicker {
     report.nextDueAt = Number.isFinite(nextDue) ? new Date(nextDue) : null;
     if (Date.now() - this.lastPruneAt > PRUNE_EVERY_MS) {
       this.lastPruneAt = Date.now();
-      await this.prune();
+      await this.prune().catch((err: unknown) =>
+        this.emit({ type: 'worker.error', where: 'schedule tick pruning', error: err instanceof Error ? err.message : String(err) }),
+      );
     }
     return report;
   }
@@ -390,6 +392,8 @@ export class ScheduleTicker {
     this.running = this.runOnce()
       .then(
         (r) => {
+          // A schedule whose pass failed (database trouble) is retried after pollMs, not at once.
+          if (r.errors.length > 0) return;
           if (r.more) delay = 0;
           if (r.waiting) delay = Math.min(delay, QUEUE_POLL_MS);
           if (!r.more && r.nextDueAt) {

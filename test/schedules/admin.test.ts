@@ -115,6 +115,11 @@ describe('definitions across the fleet and at start-up', () => {
     expect((await old.ticker.runOnce()).fired).toEqual([]);
     expect((await next.ticker.runOnce()).fired).toHaveLength(1);
     expect((await old.admin.listSchedules()).find((x) => x.name === 'changed')).toMatchObject({ superseded: true, spec: 'every 2m' });
+    // An operator action from a process with the old definition does not take the schedule back.
+    await old.admin.triggerSchedule('changed');
+    await old.admin.pauseSchedule('changed');
+    const { rows } = await t.sql.query(`SELECT spec, paused FROM "${t.schema}".schedules WHERE name = 'changed'`);
+    expect(rows).toEqual([{ spec: 'every 2m', paused: true }]);
   });
 
   it('rejects at start-up a payload function whose result the job refuses, naming the schedule', async () => {
