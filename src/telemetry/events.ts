@@ -35,7 +35,13 @@ export type NightshiftEvent =
   | { type: 'maintenance.ran'; task: string; count: number }
   | { type: 'leader.elected'; name: string; holder: string; token: string }
   | { type: 'leader.deposed'; name: string; holder: string; token: string; reason: 'lost' | 'expired' | 'released' }
-  | { type: 'daemon.failed'; name: string; token: string; error: string; restartInMs: number };
+  | { type: 'daemon.failed'; name: string; token: string; error: string; restartInMs: number }
+
+  | { type: 'schedule.fired'; schedule: string; tickAt: Date; jobId: string; kind: string; manual: boolean; late: boolean }
+  | { type: 'schedule.skipped'; schedule: string; tickAt: Date; reason: 'overlap' | 'catch-up'; missed: number }
+  | { type: 'schedule.queued'; schedule: string; tickAt: Date }
+  | { type: 'schedule.failed'; schedule: string; tickAt: Date; error: string }
+  | { type: 'schedule.caught-up'; schedule: string; missed: number; fired: number; skipped: number };
 
 /** The type names of {@link NightshiftEvent}. */
 export type NightshiftEventType = NightshiftEvent['type'];

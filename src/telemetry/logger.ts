@@ -46,6 +46,11 @@ const LEVEL: Partial<Record<NightshiftEvent['type'], 'debug' | 'info' | 'warn' |
   'leader.elected': 'info',
   'leader.deposed': 'warn',
   'daemon.failed': 'error',
+  'schedule.fired': 'debug',
+  'schedule.skipped': 'info',
+  'schedule.queued': 'info',
+  'schedule.failed': 'error',
+  'schedule.caught-up': 'warn',
 };
 
 /** Writes events to the logger: ids, kinds and outcomes, never payloads. */
