@@ -28,6 +28,11 @@ export { LeaseElector, type LeaseElectorOptions } from './leadership/lease-elect
 export type { LeaderLease, LeaderTerm } from './leadership/leader-lease.js';
 export { listLeases, type LeaseInfo } from './leadership/lease-listing.js';
 export { daemonLeaseName } from './leadership/daemon-supervisor.js';
+export { defineSchedule } from './schedules/define-schedule.js';
+export type { ScheduleOptions, ScheduleDefinition, ScheduleTick, CatchUp, CatchUpPolicy, Overlap, ScheduleEnqueueOptions } from './schedules/define-schedule.js';
+export type { ScheduleInfo, ScheduleTickRecord, TriggerResult, ScheduleActorOptions } from './schedules/schedule-admin.js';
+export type { TickerReport } from './schedules/schedule-ticker.js';
+export type { TickOutcome } from './db/schedules.js';
 export { defineConfig, type NightshiftConfig } from './config/define-config.js';
 export type { RoleDefinition, RolePlan } from './roles/role-plan.js';
 export type { ProcessRow } from './db/processes.js';

@@ -7,6 +7,7 @@ import { registerEnqueue } from './commands/enqueue.js';
 import { registerJobs } from './commands/jobs.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerQueues } from './commands/queues.js';
+import { registerSchedules } from './commands/schedules.js';
 import { registerStatus } from './commands/status.js';
 import { registerWorker } from './commands/worker.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerEnqueue(program);
   registerJobs(program);
   registerQueues(program);
+  registerSchedules(program);
   registerStatus(program);
   registerDaemons(program);
   for (const c of program.commands) {

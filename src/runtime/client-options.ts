@@ -9,6 +9,7 @@ import type { Logger } from '../telemetry/logger.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { ENV_NAME } from '../jobs/define-job.js';
 import type { DaemonDefinition } from '../leadership/define-daemon.js';
+import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 
 /** Options of {@link createNightshift}. Every field's default is stated. */
 export interface NightshiftOptions {
@@ -66,6 +67,8 @@ export interface NightshiftOptions {
   registerProcess?: boolean;
   /** Daemons (from defineDaemon): each runs on exactly one live process among those hosting it. */
   daemons?: DaemonDefinition[];
+  /** Schedules (from defineSchedule): each tick enqueues its job exactly once across the fleet. */
+  schedules?: ScheduleDefinition[];
 }
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
@@ -113,6 +116,7 @@ const schema = z
     requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
     budget: z.object({ replicas: positiveInt(10_000).optional(), maxConnectionsPerProcess: positiveInt(10_000).optional() }).strict().optional(),
     registerProcess: z.boolean().optional(),
+    schedules: z.array(z.custom<ScheduleDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as ScheduleDefinition).name === 'string' && typeof (v as ScheduleDefinition).spec === 'string', 'must be created with defineSchedule')).optional(),
     daemons: z.array(z.custom<DaemonDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as DaemonDefinition).name === 'string' && typeof (v as DaemonDefinition).run === 'function', 'must be created with defineDaemon')).optional(),
   })
   .strict();
@@ -146,6 +150,7 @@ export interface ResolvedOptions {
   budget: { replicas?: number; maxConnectionsPerProcess?: number } | undefined;
   registerProcess: boolean;
   daemons: DaemonDefinition[];
+  schedules: ScheduleDefinition[];
 }
 
 const KEYS = Object.keys(schema.shape);
@@ -205,5 +210,6 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     budget: o.budget,
     registerProcess: o.registerProcess ?? true,
     daemons: o.daemons ?? [],
+    schedules: o.schedules ?? [],
   });
 }

@@ -18,6 +18,7 @@ import { MissingEnvError } from '../errors.js';
 import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
 import { listProcesses } from './process-registry.js';
 import { Host } from './host.js';
+import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type ScheduleTickRecord, type TriggerResult } from '../schedules/schedule-admin.js';
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
 import { assertBudget, connectionBudget, type BudgetReport } from './budget.js';
 import type { ProcessRow } from '../db/processes.js';
@@ -35,6 +36,7 @@ export class Nightshift extends JobAdmin {
   private readonly enqueuer: Enqueuer;
   private readonly maintenance: JobMaintenance;
   private host: Host | undefined;
+  private readonly schedules: ScheduleAdmin;
   private plan_: RolePlan | undefined;
   private state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
@@ -60,6 +62,33 @@ export class Nightshift extends JobAdmin {
       maxBatch: 1_000,
     });
     this.maintenance = new JobMaintenance(database, this.events);
+    // Built now so duplicate schedule names and unknown kinds fail at construction.
+    this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: options.schedules, events: this.events, actor: options.actor });
+  }
+
+  /** Schedules with their timing, next runs, last tick and its job's outcome. */
+  listSchedules(options: { next?: number } = {}): Promise<ScheduleInfo[]> {
+    return this.schedules.listSchedules(options);
+  }
+
+  /** Runs a schedule's job now (a `manual` tick), with `payload` or the one the schedule builds; audited. */
+  triggerSchedule(name: string, payload?: unknown, options: ScheduleActorOptions = {}): Promise<TriggerResult> {
+    return this.schedules.triggerSchedule(name, payload, options);
+  }
+
+  /** A schedule's ticks, newest first, with what became of each. */
+  scheduleTicks(name: string, options: { limit?: number; before?: Date } = {}): Promise<ScheduleTickRecord[]> {
+    return this.schedules.scheduleTicks(name, options);
+  }
+
+  /** Stops a schedule from firing on every process until resumed (ticks due meanwhile never run); audited. */
+  pauseSchedule(name: string, options: ScheduleActorOptions = {}): Promise<boolean> {
+    return this.schedules.pauseSchedule(name, options);
+  }
+
+  /** Lets a paused schedule fire again, counting from now; audited. */
+  resumeSchedule(name: string, options: ScheduleActorOptions = {}): Promise<boolean> {
+    return this.schedules.resumeSchedule(name, options);
   }
 
   /** The schema this client uses. */
@@ -138,6 +167,7 @@ export class Nightshift extends JobAdmin {
           logger: this.logger,
           options: o,
           daemons: o.daemons,
+          schedules: o.schedules,
         },
         plan,
       );
@@ -204,7 +234,7 @@ export class Nightshift extends JobAdmin {
     this.plan_ ??= planRoles(
       {
         jobs: this.registry.all().map((d) => ({ kind: d.kind, queue: d.queue, requiredEnv: d.requiredEnv ?? [] })),
-        schedules: [],
+        schedules: this.options.schedules.map((sc) => sc.name),
         daemons: this.options.daemons.map((d) => ({ name: d.name, requiredEnv: d.requiredEnv })),
         consumers: [],
         requiredEnv: this.options.requiredEnv,
