@@ -196,3 +196,38 @@ describe('nightshift CLI', () => {
     expect((await run(['budget', '--replicas', 'many'])).code).toBe(2);
   });
 });
+
+describe('nightshift schedules', () => {
+  it('lists schedules with next runs, triggers one with a payload, pauses, resumes and shows ticks', async () => {
+    const list = JSON.parse((await run(['schedules', 'list', '--json', '--next', '2'])).stdout);
+    const nightly = list.find((s: { name: string }) => s.name === 'nightly-digest');
+    expect(nightly).toMatchObject({ cron: '0 3 * * *', tz: 'Europe/Berlin', kind: 'daily-digest' });
+    expect(nightly.nextRuns).toHaveLength(2);
+    const human = await run(['schedules', 'list']);
+    expect(human.stdout).toMatch(/schedule\s+timing\s+job\s+next runs/);
+    const bad = await run(['schedules', 'trigger', 'nightly-digest', '--payload', '{"day": 5}']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('NS_PAYLOAD_INVALID');
+    const trig = await run(['schedules', 'trigger', 'nightly-digest', '--payload', '{"day":"2026-11-29"}', '--json', '--reason', 'rerun after fix']);
+    expect(trig.code, trig.stderr).toBe(0);
+    const { jobId } = JSON.parse(trig.stdout);
+    expect((await t.sql.query(`SELECT payload FROM "${t.schema}".jobs WHERE id = $1`, [jobId])).rows[0].payload).toEqual({ day: '2026-11-29' });
+    const unknown = await run(['schedules', 'trigger', 'nightly-digset']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('did you mean "nightly-digest"');
+    expect((await run(['schedules', 'pause', 'nightly-digest'])).stdout).toContain('paused');
+    expect(JSON.parse((await run(['schedules', 'list', '--json'])).stdout).find((s: { name: string }) => s.name === 'nightly-digest').paused).toBe(true);
+    expect((await run(['schedules', 'resume', 'nightly-digest'])).stdout).toContain('resumed');
+    const ticks = JSON.parse((await run(['schedules', 'ticks', 'nightly-digest', '--json'])).stdout);
+    expect(ticks[0]).toMatchObject({ outcome: 'manual', jobId });
+  });
+
+  it('rejects an invalid cron expression and an unknown time zone at start-up, naming the field, exit 2', async () => {
+    const r = await run(['--config', 'bad-cron.config.ts', 'worker']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('NS_CONFIG_INVALID');
+    expect(r.stderr).toMatch(/cron/);
+    const zone = await run(['--config', 'bad-cron.config.ts', 'schedules', 'list']);
+    expect(zone.code).toBe(2);
+  });
+});
