@@ -31,7 +31,37 @@ export type NightshiftEvent =
   | { type: 'worker.stopping'; owner: string; running: number }
   | { type: 'worker.stopped'; owner: string }
   | { type: 'worker.error'; where: string; error: string }
-  | { type: 'maintenance.ran'; task: string; count: number };
+  | { type: 'maintenance.ran'; task: string; count: number }
+  | { type: 'stream.published'; stream: string; id: string }
+  | ({ type: 'stream.handled'; durationMs: number; expired: boolean } & StreamEntryFields)
+  | ({ type: 'stream.failed'; durationMs: number; error: string; willRetry: boolean } & StreamEntryFields)
+  | ({ type: 'stream.dead-lettered'; reason: string; error: string; deadLetterStream: string } & StreamEntryFields)
+  | ({ type: 'stream.expired'; ageMs: number } & StreamEntryFields)
+  | ({ type: 'stream.reclaimed'; count: number } & StreamConsumerFields)
+  | ({ type: 'stream.handed-back'; count: number } & StreamConsumerFields)
+  | ({ type: 'stream.consumer-started'; delivery: string; singleton: boolean; fencingToken: string | null } & StreamConsumerFields)
+  | ({ type: 'stream.consumer-stopped'; reason: string } & StreamConsumerFields)
+  | ({ type: 'stream.reclaim-unavailable'; error: string } & StreamConsumerFields)
+  | ({ type: 'stream.error'; where: string; error: string } & StreamConsumerFields)
+  | { type: 'stream.group-created'; stream: string; group: string; recreated: boolean }
+  | { type: 'stream.connection-lost'; connection: string; error: string }
+  | { type: 'stream.connected'; connection: string };
+
+/** Fields every stream consumer event carries. */
+export interface StreamConsumerFields {
+  stream: string;
+  group: string;
+  /** The consumer's name in the group (unique per process). */
+  consumer: string;
+}
+
+/** Fields every stream entry event carries. Never the payload. */
+export interface StreamEntryFields extends StreamConsumerFields {
+  /** The entry id, `<unix-ms>-<seq>`. */
+  id: string;
+  /** Deliveries of the entry so far, this one included. */
+  deliveries: number;
+}
 
 /** The type names of {@link NightshiftEvent}. */
 export type NightshiftEventType = NightshiftEvent['type'];

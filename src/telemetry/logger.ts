@@ -41,6 +41,20 @@ const LEVEL: Partial<Record<NightshiftEvent['type'], 'debug' | 'info' | 'warn' |
   'worker.stopped': 'info',
   'worker.error': 'error',
   'maintenance.ran': 'debug',
+  'stream.published': 'debug',
+  'stream.handled': 'debug',
+  'stream.failed': 'warn',
+  'stream.dead-lettered': 'error',
+  'stream.expired': 'info',
+  'stream.reclaimed': 'warn',
+  'stream.handed-back': 'info',
+  'stream.consumer-started': 'info',
+  'stream.consumer-stopped': 'info',
+  'stream.reclaim-unavailable': 'warn',
+  'stream.error': 'error',
+  'stream.group-created': 'info',
+  'stream.connection-lost': 'warn',
+  'stream.connected': 'info',
 };
 
 /** Writes events to the logger: ids, kinds and outcomes, never payloads. */
