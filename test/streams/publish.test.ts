@@ -81,8 +81,8 @@ describeWithRedis('publish', () => {
     propagation.setGlobalPropagator(fake);
     const orders = defineStream({ name: t.name('orders'), payload: z.object({ n: z.number() }) });
     await context.with(context.active(), () => t.client().publish(orders, { n: 1 }));
-    const [[, fields]] = (await t.redis().xrange(orders.name, '-', '+')) as [string, string[]][];
-    expect(fieldsOf(fields!)).toEqual({ payload: '{"n":1}', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+    const entries = (await t.redis().xrange(orders.name, '-', '+')) as [string, string[]][];
+    expect(fieldsOf(entries[0]![1])).toEqual({ payload: '{"n":1}', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
   });
 
   it('trims to about maxLength entries when the stream sets it', async () => {
