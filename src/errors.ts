@@ -27,6 +27,14 @@ export class NightshiftError extends Error {
   }
 }
 
+/**
+ * Whether `err` is a nightshift error, from this or another copy of the module (a config file
+ * loaded through tsx gets its own copy, so `instanceof` is not enough).
+ */
+export function isNightshiftError(err: unknown): err is NightshiftError {
+  return err instanceof NightshiftError || (err instanceof Error && typeof (err as unknown as { code?: unknown }).code === 'string' && String((err as unknown as { code: string }).code).startsWith('NS_'));
+}
+
 function formatIssues(issues: readonly Issue[]): string {
   return issues.map((i) => `  - ${i.path || '(value)'}: ${i.message}`).join('\n');
 }
@@ -171,8 +179,11 @@ export function editDistance(a: string, b: string): number {
   return prev[b.length]!;
 }
 
-/** The candidate closest to `word`, when it is close enough to be a likely typo. */
+/** The candidate closest to `word`, when it is close enough to be a likely typo (or one extends the other). */
 export function closest(word: string, candidates: readonly string[]): string | undefined {
+  const lower = word.toLowerCase();
+  const extended = candidates.find((c) => lower.length >= 3 && (c.toLowerCase().startsWith(lower) || lower.startsWith(c.toLowerCase())));
+  if (extended) return extended;
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const c of candidates) {
@@ -205,6 +216,70 @@ export class JobCancelledError extends NightshiftError {
 export class ShutdownError extends NightshiftError {
   constructor(graceMs: number) {
     super('NS_SHUTDOWN', `worker shutting down: the job did not finish within the ${graceMs} ms grace period`);
+  }
+}
+
+/** A process was asked to run a role the configuration does not define. */
+export class UnknownRoleError extends NightshiftError {
+  constructor(roles: readonly string[], valid: readonly string[]) {
+    const suggestions = roles.map((r) => closest(r, valid)).filter((s): s is string => s !== undefined);
+    super('NS_UNKNOWN_ROLE', `unknown role${roles.length > 1 ? 's' : ''}: ${roles.map((r) => `"${r}"`).join(', ')}`, {
+      hint: `valid roles: ${valid.length ? valid.join(', ') : '(none defined)'}${suggestions.length ? `; did you mean ${suggestions.map((s) => `"${s}"`).join(', ')}?` : ''}`,
+    });
+  }
+}
+
+/** Required environment variables are missing: start-up fails closed. */
+export class MissingEnvError extends NightshiftError {
+  constructor(missing: readonly { name: string; requiredBy: string[] }[]) {
+    super(
+      'NS_MISSING_ENV',
+      `missing required environment variable${missing.length > 1 ? 's' : ''}:\n${missing.map((m) => `  - ${m.name} (required by ${m.requiredBy.join(', ')})`).join('\n')}`,
+      { hint: 'set them in the environment of this process, or run it without the roles that need them' },
+    );
+  }
+}
+
+/** The connections the fleet would need exceed what the server allows. */
+export class BudgetExceededError extends NightshiftError {
+  constructor(message: string) {
+    super('NS_BUDGET_EXCEEDED', message, {
+      hint: 'lower maxConnections per process or the number of replicas, raise max_connections on the server, or put a pooler in front',
+    });
+  }
+}
+
+/**
+ * A write fenced by a leader's token was refused: the token is not the current, unexpired term of
+ * the lease (the lease expired or passed to another holder). Raised by `assert_lease` in SQL
+ * (SQLSTATE NS005) and by `ctx.fence(tx)`; the transaction it was raised in must roll back.
+ */
+export class FencedError extends NightshiftError {
+  /** The lease name, when known. */
+  readonly lease: string | undefined;
+  /** The refused fencing token, when known. */
+  readonly token: string | undefined;
+  constructor(detail: string, lease?: string, token?: string) {
+    super('NS_FENCED', `write refused by fencing: ${detail}`, {
+      hint: 'this process is no longer the leader of that lease; stop the work and let the current leader do it',
+    });
+    this.lease = lease;
+    this.token = token;
+  }
+}
+
+/** A leader's term ended: the reason its signal carries (lease lost, not renewed in time, or released on stop). */
+export class LeadershipLostError extends NightshiftError {
+  /** Why the term ended: `lost` (taken over or found expired), `expired` (not renewed in time), `released` (stop). */
+  readonly why: 'lost' | 'expired' | 'released';
+  constructor(lease: string, token: string, why: 'lost' | 'expired' | 'released') {
+    const text = {
+      lost: 'the lease was found expired or held by another process',
+      expired: 'it could not be renewed before it would expire, so this process stepped down',
+      released: 'it was released because this process is stopping',
+    }[why];
+    super('NS_LEADERSHIP_LOST', `leadership of "${lease}" (token ${token}) ended: ${text}`);
+    this.why = why;
   }
 }
 

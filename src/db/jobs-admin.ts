@@ -47,13 +47,13 @@ WITH target AS (
 ), upd AS (
   UPDATE ${s}.jobs j SET ${assignments}
   FROM target WHERE j.id = target.id
-  RETURNING j.id, j.kind, j.queue, j.state, target.old_state
+  RETURNING ${JOB_COLUMNS.split(', ').map((c) => `j.${c}`).join(', ')}, target.old_state
 ), audit AS (
   INSERT INTO ${s}.audit_log (actor, action, target, reason, details)
   SELECT $6, '${action}', 'job:' || upd.id, $7, jsonb_build_object('kind', upd.kind, 'from', upd.old_state, 'to', upd.state)
   FROM upd
 )
-SELECT upd.id::text, upd.kind, upd.queue, upd.state, upd.old_state,
+SELECT upd.*,
        CASE WHEN upd.state = 'available' THEN pg_notify($9, upd.queue)
             WHEN upd.old_state = 'running' THEN pg_notify($11, 'cancel:' || upd.id) END AS notified
 FROM upd ORDER BY upd.id`,
@@ -112,12 +112,8 @@ export async function jobGet(db: Executor, st: JobAdminStatements, id: string): 
   return row ? toJobRecord(row) : undefined;
 }
 
-/** A job changed by an admin action. */
-export interface ChangedRow {
-  id: string;
-  kind: string;
-  queue: string;
-  state: JobState;
+/** A job changed by an admin action, as it was right after the change. */
+export interface ChangedRow extends JobRow {
   old_state: JobState;
 }
 

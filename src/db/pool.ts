@@ -48,11 +48,11 @@ export function createPool(options: PoolOptions): PoolHandle {
     async close() {
       if (closed) return;
       closed = true;
-      pool.off('error', onError);
       if (owned) {
+        // The error handler stays: a socket can still report an error while the pool ends.
         await pool.end();
         release();
-      }
+      } else pool.off('error', onError);
     },
     async transaction<T>(fn: (client: Executor) => Promise<T>): Promise<T> {
       const client = await pool.connect();

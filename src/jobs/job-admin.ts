@@ -1,6 +1,6 @@
 import type { Database } from '../db/database.js';
 import { ADMIN_FROM, jobChange, jobCount, jobGet, jobList, jobStats, type AdminAction, type ChangedRow, type JobFilter, type StatsRow } from '../db/jobs-admin.js';
-import { JOB_STATES, type JobRecord, type JobState } from '../db/job-row.js';
+import { JOB_STATES, toJobRecord, type JobRecord, type JobState } from '../db/job-row.js';
 import { auditList, queueList, queueSetPaused, type AuditRow, type QueueRow } from '../db/queues.js';
 import { InvalidTransitionError, JobNotFoundError, OptionsInvalidError, type Issue } from '../errors.js';
 import { cleanText } from './error-text.js';
@@ -87,7 +87,7 @@ export class JobAdmin {
   ) {}
 
   /** Jobs matching the filter, newest first. */
-  listJobs(options: ListJobsOptions = {}): Promise<JobRecord[]> {
+  async listJobs(options: ListJobsOptions = {}): Promise<JobRecord[]> {
     const limit = options.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
       throw new OptionsInvalidError('listJobs options', [{ path: 'limit', message: 'must be an integer from 1 to 1000' }]);
@@ -122,12 +122,12 @@ export class JobAdmin {
   }
 
   /** Retries every job matching the filter (default: discarded ones). Returns how many (or would, with dryRun). */
-  retryJobs(options: BulkOptions = {}): Promise<number> {
+  async retryJobs(options: BulkOptions = {}): Promise<number> {
     return this.changeMany('retry', { state: 'discarded', ...options });
   }
 
   /** Cancels every job matching the filter (default: pending ones). */
-  cancelJobs(options: BulkOptions = {}): Promise<number> {
+  async cancelJobs(options: BulkOptions = {}): Promise<number> {
     return this.changeMany('cancel', { state: 'available', ...options });
   }
 
@@ -144,17 +144,17 @@ export class JobAdmin {
   }
 
   /** Every queue with jobs or a pause record, with counts per state. */
-  listQueues(): Promise<QueueRow[]> {
+  async listQueues(): Promise<QueueRow[]> {
     return queueList(this.database.pool.pool, this.database.queues);
   }
 
   /** Counts per queue, kind and state. */
-  stats(): Promise<StatsRow[]> {
+  async stats(): Promise<StatsRow[]> {
     return jobStats(this.database.pool.pool, this.database.admin);
   }
 
   /** Audit entries, newest first; `target` like `job:42` or `queue:mail`. */
-  listAudit(options: { target?: string; beforeId?: string; limit?: number } = {}): Promise<AuditRow[]> {
+  async listAudit(options: { target?: string; beforeId?: string; limit?: number } = {}): Promise<AuditRow[]> {
     const limit = options.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
       throw new OptionsInvalidError('listAudit options', [{ path: 'limit', message: 'must be an integer from 1 to 1000' }]);
@@ -170,7 +170,7 @@ export class JobAdmin {
       if (!job) throw new JobNotFoundError(jobId);
       throw new InvalidTransitionError(jobId, action.replace('-', ' as '), job.state, ADMIN_FROM[action]);
     }
-    return this.getJob(jobId);
+    return toJobRecord(rows[0]!);
   }
 
   private async changeMany(action: AdminAction, options: BulkOptions): Promise<number> {

@@ -6,6 +6,9 @@ import type { JobDefinition } from '../jobs/define-job.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../jobs/payload.js';
 import type { Retention } from '../maintenance/job-maintenance.js';
 import type { Logger } from '../telemetry/logger.js';
+import type { RoleDefinition } from '../roles/role-plan.js';
+import { ENV_NAME } from '../jobs/define-job.js';
+import type { DaemonDefinition } from '../leadership/define-daemon.js';
 
 /** Options of {@link createNightshift}. Every field's default is stated. */
 export interface NightshiftOptions {
@@ -51,6 +54,18 @@ export interface NightshiftOptions {
   owner?: string;
   /** Concurrent enqueues coalesced into one INSERT: statements in flight at once. Default 2. */
   enqueueBatchInFlight?: number;
+  /** Named roles: what a process with each role hosts. */
+  roles?: Record<string, RoleDefinition>;
+  /** The roles this process runs. Default: everything (all jobs, schedules, daemons). */
+  activeRoles?: string[];
+  /** Environment variables every process must have; start-up fails closed naming the missing ones. */
+  requiredEnv?: string[];
+  /** Fail start-up when the fleet would exceed the server's connections: `replicas` processes of this shape. */
+  budget?: { replicas?: number; maxConnectionsPerProcess?: number };
+  /** Register this process in the `processes` table (who runs what). Default true. */
+  registerProcess?: boolean;
+  /** Daemons (from defineDaemon): each runs on exactly one live process among those hosting it. */
+  daemons?: DaemonDefinition[];
 }
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
@@ -79,6 +94,26 @@ const schema = z
     actor: z.string().min(1).max(200).optional(),
     owner: z.string().min(1).max(200).optional(),
     enqueueBatchInFlight: positiveInt(64).optional(),
+    roles: z
+      .record(
+        z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'role names are 1 to 64 letters, digits, _ . : -'),
+        z
+          .object({
+            jobs: z.array(z.string()).optional(),
+            queues: z.array(z.string().regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'not a valid queue name')).optional(),
+            schedules: z.array(z.string()).optional(),
+            daemons: z.array(z.string()).optional(),
+            consumers: z.array(z.string()).optional(),
+            requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
+          })
+          .strict(),
+      )
+      .optional(),
+    activeRoles: z.array(z.string()).optional(),
+    requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
+    budget: z.object({ replicas: positiveInt(10_000).optional(), maxConnectionsPerProcess: positiveInt(10_000).optional() }).strict().optional(),
+    registerProcess: z.boolean().optional(),
+    daemons: z.array(z.custom<DaemonDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as DaemonDefinition).name === 'string' && typeof (v as DaemonDefinition).run === 'function', 'must be created with defineDaemon')).optional(),
   })
   .strict();
 
@@ -105,6 +140,12 @@ export interface ResolvedOptions {
   actor: string;
   owner: string;
   enqueueBatchInFlight: number;
+  roles: Record<string, RoleDefinition>;
+  activeRoles: string[] | undefined;
+  requiredEnv: string[];
+  budget: { replicas?: number; maxConnectionsPerProcess?: number } | undefined;
+  registerProcess: boolean;
+  daemons: DaemonDefinition[];
 }
 
 const KEYS = Object.keys(schema.shape);
@@ -158,5 +199,11 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     actor: o.actor ?? `${user}@${hostname()}`,
     owner: o.owner ?? `${hostname()}:${process.pid}`,
     enqueueBatchInFlight: o.enqueueBatchInFlight ?? 2,
+    roles: o.roles ?? {},
+    activeRoles: o.activeRoles,
+    requiredEnv: o.requiredEnv ?? [],
+    budget: o.budget,
+    registerProcess: o.registerProcess ?? true,
+    daemons: o.daemons ?? [],
   });
 }

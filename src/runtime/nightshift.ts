@@ -1,5 +1,4 @@
 import { Database } from '../db/database.js';
-import { Listener } from '../db/listener.js';
 import { assertMigrated, migrate, type MigrateResult } from '../db/migrator.js';
 import { createPool, type PoolHandle } from '../db/pool.js';
 import { kindRegister, settingPayloadLimit } from '../db/queues.js';
@@ -11,12 +10,17 @@ import { Enqueuer, type EnqueueManyOptions } from '../jobs/enqueuer.js';
 import { JobAdmin } from '../jobs/job-admin.js';
 import { JobRegistry } from '../jobs/job-registry.js';
 import type { PayloadSchema, SchemaInput } from '../jobs/standard-schema.js';
-import { PeriodicTask } from '../lifecycle/periodic.js';
 import { JobMaintenance, type Retention } from '../maintenance/job-maintenance.js';
 import { EventBus, type EventListener } from '../telemetry/events.js';
 import { createLogger, logEvents, type Logger } from '../telemetry/logger.js';
-import { Worker } from '../worker/worker.js';
 import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './client-options.js';
+import { MissingEnvError } from '../errors.js';
+import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
+import { listProcesses } from './process-registry.js';
+import { Host } from './host.js';
+import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
+import { assertBudget, connectionBudget, type BudgetReport } from './budget.js';
+import type { ProcessRow } from '../db/processes.js';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -30,9 +34,8 @@ export class Nightshift extends JobAdmin {
   private readonly registry: JobRegistry;
   private readonly enqueuer: Enqueuer;
   private readonly maintenance: JobMaintenance;
-  private worker: Worker | undefined;
-  private listener: Listener | undefined;
-  private tasks: PeriodicTask[] = [];
+  private host: Host | undefined;
+  private plan_: RolePlan | undefined;
   private state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
   private unlog: () => void;
@@ -81,6 +84,11 @@ export class Nightshift extends JobAdmin {
     return this.enqueuer.enqueue(job as JobDefinition | string, payload, options);
   }
 
+  /** Enqueues a kind this client does not define, through the SQL function (the kind must be registered by some client). */
+  enqueueRegistered(kind: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
+    return this.enqueuer.enqueueRegistered(kind, payload, options);
+  }
+
   /** Enqueues many jobs of one kind atomically (all or none). */
   enqueueMany<S extends PayloadSchema>(
     job: JobDefinition<S> | string,
@@ -96,60 +104,62 @@ export class Nightshift extends JobAdmin {
   }
 
   /**
-   * Starts working: checks the schema, registers kinds, then claims and runs jobs of this client's
-   * kinds from its queues, listens for wake-ups, and runs maintenance. With no jobs it only
-   * enqueues and operates.
+   * Starts working for the roles of this process (all of them when none are given): checks the
+   * roles, the required environment, the schema and the connection budget, registers kinds, then
+   * runs the worker (jobs of the planned kinds and queues, with wake-ups), daemons, leader-elected
+   * maintenance and the process registry. With no jobs it only enqueues and operates.
    */
   async start(): Promise<void> {
     if (this.state === 'stopping' || this.state === 'stopped') throw new StoppedError('start');
     if (this.state !== 'idle') return;
     this.state = 'starting';
     try {
-      await assertMigrated(this.pool.pool, this.database.schema);
-      await this.register();
       const o = this.options;
-      const kinds = this.registry.kinds();
-      const queues = o.queues ?? new Map(this.registry.all().map((d) => [d.queue, Infinity]));
-      if (kinds.length > 0 && queues.size > 0) {
-        this.worker = new Worker(
-          this.database,
-          this.registry,
-          this.enqueuer,
-          {
-            owner: o.owner,
-            concurrency: o.concurrency,
-            queues,
-            kinds,
-            leaseMs: o.leaseMs,
-            heartbeatMs: o.heartbeatMs,
-            minPollMs: Math.min(50, o.pollIntervalMs),
-            maxPollMs: o.pollIntervalMs,
-            shutdownGraceMs: o.shutdownGraceMs,
-            abortGraceMs: Math.min(5_000, Math.max(500, o.shutdownGraceMs / 5)),
-          },
-          this.events,
-          this.logger,
-        );
+      const plan = this.planRoles();
+      const missing = missingEnv(plan, process.env);
+      if (missing.length) throw new MissingEnvError(missing);
+      await assertMigrated(this.pool.pool, this.database.schema);
+      if (o.budget) {
+        await assertBudget(this.pool.pool, {
+          pool: o.maxConnections,
+          listener: o.listen,
+          replicas: o.budget.replicas ?? 1,
+          ...(o.budget.maxConnectionsPerProcess !== undefined ? { maxPerProcess: o.budget.maxConnectionsPerProcess } : {}),
+        });
       }
-      if (this.worker && o.listen) await this.startListener();
-      this.worker?.start();
-      if (o.maintenance) this.startMaintenance();
+      await this.register();
+      this.host = new Host(
+        {
+          database: this.database,
+          registry: this.registry,
+          enqueuer: this.enqueuer,
+          maintenance: this.maintenance,
+          events: this.events,
+          logger: this.logger,
+          options: o,
+          daemons: o.daemons,
+        },
+        plan,
+      );
+      await this.host.start();
       this.state = 'running';
     } catch (err) {
       this.state = 'idle';
-      await this.stopParts();
+      await this.host?.stop();
+      this.host = undefined;
       throw err;
     }
   }
 
   /**
-   * Stops: no new claims, running jobs finish within `shutdownGraceMs` or are handed back,
-   * coalesced enqueues settle, and the pool closes (unless it is yours). Safe before start and twice.
+   * Stops: no new claims, running jobs finish within `shutdownGraceMs` or are handed back, daemons
+   * release their leases, coalesced enqueues settle, and the pool closes (unless it is yours).
+   * Safe before start and twice.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.state = 'stopping';
-      await this.stopParts();
+      await this.host?.stop();
       this.enqueuer.stopped = true;
       await this.enqueuer.drain();
       this.unlog();
@@ -171,77 +181,63 @@ export class Nightshift extends JobAdmin {
 
   /** Jobs whose lease this process holds right now. */
   get runningCount(): number {
-    return this.worker?.running ?? 0;
+    return this.host?.runningJobs ?? 0;
   }
 
   /** Queues this process claims from (empty before start or with no jobs). */
   get workedQueues(): string[] {
-    return this.worker?.queues ?? [];
+    return this.host?.queues ?? [];
   }
 
   /** Whether the wake-up listener is connected (false when not listening). */
   get listening(): boolean {
-    return this.listener?.connected ?? false;
+    return this.host?.listening ?? false;
   }
 
   /** Drops the listener's connection as a network fault would (for fault tests). */
   dropListenerConnection(): void {
-    this.listener?.dropConnection();
+    this.host?.dropListenerConnection();
+  }
+
+  /** What this process hosts for its roles (validated: an unknown role throws NS_UNKNOWN_ROLE). */
+  planRoles(): RolePlan {
+    this.plan_ ??= planRoles(
+      {
+        jobs: this.registry.all().map((d) => ({ kind: d.kind, queue: d.queue, requiredEnv: d.requiredEnv ?? [] })),
+        schedules: [],
+        daemons: this.options.daemons.map((d) => ({ name: d.name, requiredEnv: d.requiredEnv })),
+        consumers: [],
+        requiredEnv: this.options.requiredEnv,
+      },
+      this.options.roles,
+      this.options.activeRoles,
+    );
+    return this.plan_;
+  }
+
+  /** Live processes of the fleet: host, pid, roles, version, what they host, last seen. */
+  listProcesses(): Promise<ProcessRow[]> {
+    return listProcesses(this.database);
+  }
+
+  /** Connections one process of this shape (pool + listener) and `replicas` of them need, against the server. */
+  connectionBudget(options: { replicas?: number } = {}): Promise<BudgetReport> {
+    return connectionBudget(this.pool.pool, { pool: this.options.maxConnections, listener: this.options.listen, replicas: options.replicas ?? 1 });
+  }
+
+  /** Current leader leases (daemons, maintenance, singletons): holder, token, expiry. */
+  listLeases(options: { prefix?: string } = {}): Promise<LeaseInfo[]> {
+    return listLeases(this.database, options);
+  }
+
+  /** This process's id in the process registry (after start). */
+  get processId(): string | undefined {
+    return this.host?.processId;
   }
 
   private async register(): Promise<void> {
     await kindRegister(this.pool.pool, this.database.queues, this.registry.kindRows());
     await settingPayloadLimit(this.pool.pool, this.database.queues, this.options.maxPayloadBytes);
-  }
-
-  private async startListener(): Promise<void> {
-    const worker = this.worker!;
-    const { jobs, control } = this.database.channels;
-    const poolOptions = (this.pool.pool as unknown as { options?: Record<string, unknown> }).options;
-    this.listener = new Listener(
-      {
-        ...(this.options.databaseUrl ? { connectionString: this.options.databaseUrl } : { clientConfig: poolOptions ?? {} }),
-        channels: [jobs, control],
-        healthCheckMs: 15_000,
-        maxReconnectDelayMs: 5_000,
-        applicationName: `nightshift:${this.options.owner}`,
-      },
-      {
-        onNotify: (channel, payload) => {
-          if (channel === jobs) worker.wake(payload);
-          else if (payload.startsWith('cancel:')) worker.cancelled(payload.slice(7));
-          else if (payload.startsWith('resume:')) worker.wake(payload.slice(7));
-        },
-        onConnected: () => {
-          this.events.emit({ type: 'listener.connected' });
-          worker.wake();
-        },
-        onLost: (error) => this.events.emit({ type: 'listener.lost', error: error.message }),
-      },
-    );
-    await this.listener.start();
-  }
-
-  private startMaintenance(): void {
-    const onError = (task: string) => (err: unknown) =>
-      this.events.emit({ type: 'worker.error', where: `maintenance ${task}`, error: err instanceof Error ? err.message : String(err) });
-    const every = this.options.maintenanceIntervalMs;
-    const report = (task: string) => (count: number) => {
-      if (count > 0) this.events.emit({ type: 'maintenance.ran', task, count });
-    };
-    this.tasks = [
-      new PeriodicTask('rescue', every, () => this.maintenance.rescue().then(report('rescue')), onError('rescue')),
-      new PeriodicTask('expire', every, () => this.maintenance.expire().then(report('expire')), onError('expire')),
-      new PeriodicTask('prune', Math.max(every, 60_000), () => this.maintenance.prune(this.options.retention), onError('prune')),
-    ];
-    for (const t of this.tasks) t.start();
-  }
-
-  private async stopParts(): Promise<void> {
-    await Promise.all(this.tasks.map((t) => t.stop()));
-    this.tasks = [];
-    await this.worker?.stop();
-    await this.listener?.stop();
   }
 }
 

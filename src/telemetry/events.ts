@@ -25,6 +25,7 @@ export type NightshiftEvent =
   | ({ type: 'job.released'; state: string } & JobEventFields)
   | ({ type: 'job.refused'; operation: string; token: string } & JobEventFields)
   | ({ type: 'job.lease-lost'; why: string } & JobEventFields)
+  | { type: 'worker.claimed'; queue: string; asked: number; count: number }
   | { type: 'listener.connected' }
   | { type: 'listener.lost'; error: string }
   | { type: 'worker.started'; owner: string; queues: string[]; concurrency: number }
@@ -32,6 +33,9 @@ export type NightshiftEvent =
   | { type: 'worker.stopped'; owner: string }
   | { type: 'worker.error'; where: string; error: string }
   | { type: 'maintenance.ran'; task: string; count: number }
+  | { type: 'leader.elected'; name: string; holder: string; token: string }
+  | { type: 'leader.deposed'; name: string; holder: string; token: string; reason: 'lost' | 'expired' | 'released' }
+  | { type: 'daemon.failed'; name: string; token: string; error: string; restartInMs: number }
   | { type: 'stream.published'; stream: string; id: string }
   | ({ type: 'stream.handled'; durationMs: number; expired: boolean } & StreamEntryFields)
   | ({ type: 'stream.failed'; durationMs: number; error: string; willRetry: boolean } & StreamEntryFields)

@@ -10,7 +10,8 @@ export function createLogger(options: { level?: string; name?: string } = {}): L
     level: options.level ?? process.env.NIGHTSHIFT_LOG_LEVEL ?? 'info',
     base: { pid: process.pid },
     redact: {
-      paths: ['password', '*.password', 'secret', '*.secret', 'token', '*.token', 'databaseUrl', 'connectionString', 'payload', '*.payload'],
+      // Fencing tokens are not secrets; credentials and payloads are.
+      paths: ['password', '*.password', 'secret', '*.secret', 'apiKey', '*.apiKey', 'authorization', '*.authorization', 'databaseUrl', 'connectionString', 'payload', '*.payload'],
       censor: '[redacted]',
     },
   });
@@ -34,6 +35,7 @@ const LEVEL: Partial<Record<NightshiftEvent['type'], 'debug' | 'info' | 'warn' |
   'job.released': 'info',
   'job.refused': 'warn',
   'job.lease-lost': 'warn',
+  'worker.claimed': 'trace' as 'debug',
   'listener.connected': 'debug',
   'listener.lost': 'warn',
   'worker.started': 'info',
@@ -41,6 +43,9 @@ const LEVEL: Partial<Record<NightshiftEvent['type'], 'debug' | 'info' | 'warn' |
   'worker.stopped': 'info',
   'worker.error': 'error',
   'maintenance.ran': 'debug',
+  'leader.elected': 'info',
+  'leader.deposed': 'warn',
+  'daemon.failed': 'error',
   'stream.published': 'debug',
   'stream.handled': 'debug',
   'stream.failed': 'warn',

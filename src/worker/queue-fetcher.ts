@@ -35,6 +35,7 @@ export class QueueFetcher {
     private readonly dispatch: (row: ClaimedRow) => void,
     private readonly onExpired: (row: ClaimedRow) => void,
     private readonly onError: (err: unknown) => void,
+    private readonly onClaimed?: (queue: string, asked: number, count: number) => void,
   ) {
     this.idleMs = o.minPollMs;
   }
@@ -86,6 +87,7 @@ export class QueueFetcher {
         await this.sleep(this.idleMs);
         continue;
       }
+      this.onClaimed?.(this.o.queue, n, rows.length);
       let running = 0;
       for (const row of rows) {
         if (row.state === 'expired') this.onExpired(row);

@@ -70,6 +70,9 @@ export class Worker {
         (row) => this.dispatch(row, local),
         (row) => this.expired(row),
         onError(`claim ${queue}`),
+        (q, asked, count) => {
+          if (events.active) events.emit({ type: 'worker.claimed', queue: q, asked, count });
+        },
       );
       this.fetchers.set(queue, fetcher);
     }
