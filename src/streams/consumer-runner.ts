@@ -179,7 +179,8 @@ export class ConsumerRunner {
   private follow(h: Hosted, term: LeaderTerm | undefined): void {
     h.chain = h.chain.then(async () => {
       if (this.state === 'stopping' || this.state === 'stopped') return;
-      if (term && h.term === term) return;
+      // Terms are told apart by token: an elector may hand out a fresh object for the same term.
+      if (term && h.term?.token === term.token) return;
       await this.endTerm(h, h.term);
       if (!term || term.signal.aborted) return;
       h.term = term;
@@ -190,7 +191,7 @@ export class ConsumerRunner {
   }
 
   private async endTerm(h: Hosted, term: LeaderTerm | undefined): Promise<void> {
-    if (!term || h.term !== term || !h.loop) return;
+    if (!term || h.term?.token !== term.token || !h.loop) return;
     const loop = h.loop;
     h.loop = undefined;
     h.term = undefined;

@@ -104,8 +104,8 @@ describeWithRedis('consumer processes killed for real', () => {
     expect(done.filter((r) => r.n === 5).map((r) => r.pid)).not.toContain(a.pid);
     // C rode out the Redis restart: it is still running, and consumed after it.
     expect(c.alive()).toBe(true);
-    expect(c.lines.some((l) => l.type === 'stream.connection-lost')).toBe(true);
-    expect(c.lines.some((l) => l.type === 'stream.connected')).toBe(true);
+    expect(c.lines().some((l) => l.type === 'stream.connection-lost')).toBe(true);
+    expect(c.lines().some((l) => l.type === 'stream.connected')).toBe(true);
     expect(await raw.xlen(`${stream}:dead-letter`)).toBe(0);
   });
 });

@@ -6,7 +6,6 @@ import { defineConsumer } from '../../src/streams/define-consumer.js';
 import { defineStream } from '../../src/streams/define-stream.js';
 import { useTestDatabase } from '../support/db.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
-import { TestLease } from '../support/test-lease.js';
 import { waitFor } from '../support/wait.js';
 import { deferred, useStreams } from './harness.js';
 import { useConsumerProcesses, type ConsumerProcess } from './processes.js';
@@ -14,20 +13,18 @@ import { useConsumerProcesses, type ConsumerProcess } from './processes.js';
 const payload = z.object({ n: z.number() });
 
 /**
- * Singleton consumers (seed 004's operator, "strictly one instance") across real processes. The
- * processes elect through `TestLease`, a PostgreSQL lease row with a fencing token standing in for
- * the runtime's elector; the consumer runner sees only the LeaderLease interface.
+ * Singleton consumers (seed 004's operator, "strictly one instance") across real processes, each
+ * electing through the runtime's LeaseElector (a PostgreSQL lease row with a fencing token).
  */
 describeWithRedis('singleton consumer', () => {
   const db = useTestDatabase('singleton');
   const redis = useRedisServer();
   const t = useStreams(redis.server);
   const spawnConsumer = useConsumerProcesses(() => ({ REDIS_URL: redis.server().url, DATABASE_URL: db.url, SCHEMA: db.schema, LEASE_TTL_MS: '1000' }));
+  db.migrateBeforeAll();
 
   beforeAll(async () => {
-    await db.sql.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
     await db.sql.query(`CREATE TABLE "${db.schema}".handled (stream text NOT NULL, n int NOT NULL, entry_id text NOT NULL, phase text NOT NULL, pid int NOT NULL, token text, at timestamptz NOT NULL DEFAULT clock_timestamp())`);
-    await TestLease.createTable(db.sql, `"${db.schema}".leases`);
   });
 
   async function done(stream: string): Promise<{ n: number; pid: number; token: string }[]> {
@@ -46,7 +43,7 @@ describeWithRedis('singleton consumer', () => {
     }
   }
 
-  const leading = (p: ConsumerProcess) => p.lines.filter((l) => l.type === 'stream.consumer-started').length;
+  const leading = (p: ConsumerProcess) => p.lines().filter((l) => l.type === 'stream.consumer-started').length;
 
   it('runs on exactly one process, and fails over to another when that process dies', async () => {
     const stream = t.name('polymarket:order');
@@ -71,7 +68,7 @@ describeWithRedis('singleton consumer', () => {
     expect(new Set(after.map((r) => r.pid))).toEqual(new Set([follower.pid]));
     // Each term's fencing token is greater than every earlier one, so a deposed leader's writes can be refused.
     expect(BigInt(after[0]!.token)).toBeGreaterThan(BigInt(before[0]!.token));
-    expect(follower.lines.find((l) => l.type === 'stream.consumer-started')).toMatchObject({ singleton: true, fencingToken: after[0]!.token });
+    expect(follower.lines().find((l) => l.type === 'stream.consumer-started')).toMatchObject({ singleton: true, fencingToken: after[0]!.token });
   });
 
   it('hands over at once on a graceful stop: the leader releases its lease and the other process takes over', async () => {
@@ -82,9 +79,8 @@ describeWithRedis('singleton consumer', () => {
     await Promise.all([a.ready, b.ready]);
     const leader = await waitFor('a leader', () => [a, b].find((p) => leading(p) > 0));
     const follower = leader === a ? b : a;
-    await leader.kill('SIGTERM');
-    expect(await leader.exited).toBe(0);
-    expect(leader.lines.find((l) => l.type === 'stream.consumer-stopped')).toMatchObject({ reason: 'shutdown' });
+    expect(await leader.kill('SIGTERM')).toBe(0);
+    expect(leader.lines().find((l) => l.type === 'stream.consumer-stopped')).toMatchObject({ reason: 'shutdown' });
     await waitFor('the follower elected', () => leading(follower) > 0);
     await publish(stream, 0, 3);
     await waitFor('handled by the new leader', async () => (await done(stream)).filter((r) => r.pid === follower.pid).length === 3);
