@@ -137,9 +137,15 @@ export class ConsumerLoop {
     const { def, consumer } = this.scope;
     const signal = this.stopController.signal;
     let failures = 0;
+    let joined = false;
     while (!signal.aborted) {
       try {
         await this.blocking.whenReady(signal);
+        if (!joined) {
+          // Visible in XINFO CONSUMERS from the start (a read that finds nothing does not create it before Redis 7.2).
+          await this.scope.conn.redis.call('XGROUP', 'CREATECONSUMER', def.stream.name, def.group, consumer).catch(() => undefined);
+          joined = true;
+        }
         await this.whenSlotFree(signal);
         if (signal.aborted) break;
         this.blockingId ??= String(await this.blocking.redis.call('CLIENT', 'ID'));

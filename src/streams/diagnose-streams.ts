@@ -11,27 +11,29 @@ export interface DiagnoseOptions {
   streams?: readonly StreamDefinition[];
   /** Consumers whose groups are expected to exist; a missing one reads as "consumer never started". */
   consumers?: readonly ConsumerDefinition[];
-  /** A consumer that read within this long counts as live. Default 30 000 ms (live consumers read every few seconds). */
-  liveWithinMs?: number;
+  /** Entries waiting unread for longer than this mean nobody is reading the group. Default 30 000 ms. */
+  stalledAfterMs?: number;
 }
 
 /**
  * The state of a group, worst first:
  * - `never-started`: a consumer is defined for it, but the group does not exist — nothing ever read the stream;
- * - `no-live-consumer`: the group exists, but no consumer has read within `liveWithinMs`;
+ * - `not-reading`: the group exists, but entries have waited unread for longer than `stalledAfterMs`;
  * - `stuck-pending`: entries were delivered and not acked for longer than `claimIdleMs`;
  * - `ok`.
+ *
+ * Whether a consumer is alive is judged by its effect (entries get read), not by its idle time:
+ * before Redis 7.2 a consumer blocked on an empty stream is never "seen", however alive it is.
  */
-export type GroupStatus = 'never-started' | 'no-live-consumer' | 'stuck-pending' | 'ok';
+export type GroupStatus = 'never-started' | 'not-reading' | 'stuck-pending' | 'ok';
 
 /** One consumer of a group, as Redis knows it. */
 export interface ConsumerDiagnosis {
   readonly name: string;
   /** Entries delivered to it and not acked. */
   readonly pending: number;
-  /** Since it last read or claimed. */
+  /** Since it last received or claimed an entry (Redis's `idle`). */
   readonly idleMs: number;
-  readonly live: boolean;
 }
 
 /** One consumer group of a stream. */
@@ -43,7 +45,6 @@ export interface GroupDiagnosis {
   readonly delivery: Delivery | null;
   readonly singleton: boolean | null;
   readonly consumers: readonly ConsumerDiagnosis[];
-  readonly liveConsumers: number;
   /** Entries delivered and not acked. */
   readonly pending: number;
   readonly oldestPendingId: string | null;
@@ -53,6 +54,8 @@ export interface GroupDiagnosis {
   readonly oldestPendingIdleMs: number | null;
   /** Entries not yet delivered to the group; null when Redis cannot tell (before 7.0, or after deletions). */
   readonly lag: number | null;
+  /** Age of the oldest entry not yet delivered to the group (null: none waits). */
+  readonly oldestUnreadAgeMs: number | null;
   readonly lastDeliveredId: string | null;
   readonly status: GroupStatus;
   /** One line for humans, in the words of the symptom it explains. */
@@ -87,7 +90,7 @@ export interface StreamsDiagnosis {
  */
 export async function diagnoseWith(conn: RedisConnection, options: DiagnoseOptions = {}): Promise<StreamsDiagnosis> {
   const redis = conn.redis;
-  const liveWithinMs = options.liveWithinMs ?? 30_000;
+  const stalledAfterMs = options.stalledAfterMs ?? 30_000;
   const [sec, usec] = (await redis.call('TIME')) as [string, string];
   const now = Number(sec) * 1_000 + Math.floor(Number(usec) / 1_000);
   const version = /redis_version:([^\r\n]+)/.exec(String(await redis.call('INFO', 'server')))?.[1] ?? 'unknown';
@@ -99,12 +102,12 @@ export async function diagnoseWith(conn: RedisConnection, options: DiagnoseOptio
   const streams: StreamDiagnosis[] = [];
   for (const name of names) {
     const defs = (options.consumers ?? []).filter((c) => c.stream.name === name);
-    streams.push(await diagnoseStream(conn, name, defs, now, liveWithinMs));
+    streams.push(await diagnoseStream(conn, name, defs, now, stalledAfterMs));
   }
   return { at: now, redisVersion: version, streams };
 }
 
-async function diagnoseStream(conn: RedisConnection, name: string, defs: ConsumerDefinition[], now: number, liveWithinMs: number): Promise<StreamDiagnosis> {
+async function diagnoseStream(conn: RedisConnection, name: string, defs: ConsumerDefinition[], now: number, stalledAfterMs: number): Promise<StreamDiagnosis> {
   const redis = conn.redis;
   let info: Map<string, unknown> | undefined;
   try {
@@ -123,7 +126,7 @@ async function diagnoseStream(conn: RedisConnection, name: string, defs: Consume
   for (const group of groupNames) {
     const def = defs.find((d) => d.group === group);
     const raw = rawGroups.find((g) => String(g.get('name')) === group);
-    groups.push(raw ? await diagnoseGroup(conn, name, group, raw, def, now, liveWithinMs, length) : neverStarted(name, group, def!, length));
+    groups.push(raw ? await diagnoseGroup(conn, name, group, raw, def, now, stalledAfterMs, length) : neverStarted(name, group, def!, length));
   }
   return {
     stream: name,
@@ -145,12 +148,12 @@ function neverStarted(stream: string, group: string, def: ConsumerDefinition, le
     delivery: def.delivery,
     singleton: def.singleton,
     consumers: [],
-    liveConsumers: 0,
     pending: 0,
     oldestPendingId: null,
     oldestPendingAgeMs: null,
     oldestPendingIdleMs: null,
     lag: null,
+    oldestUnreadAgeMs: null,
     lastDeliveredId: null,
     status: 'never-started',
     statusText: `consumer never started: group "${group}" does not exist on "${stream}"${length ? ` — ${length} entries wait and nothing reads them` : ''}`,
@@ -164,14 +167,13 @@ async function diagnoseGroup(
   raw: Map<string, unknown>,
   def: ConsumerDefinition | undefined,
   now: number,
-  liveWithinMs: number,
+  stalledAfterMs: number,
   length: number,
 ): Promise<GroupDiagnosis> {
   const redis = conn.redis;
   const consumers = ((await redis.call('XINFO', 'CONSUMERS', stream, group)) as unknown[][]).map((row) => {
     const c = pairs(row);
-    const idleMs = Number(c.get('idle') ?? 0);
-    return { name: String(c.get('name')), pending: Number(c.get('pending') ?? 0), idleMs, live: idleMs <= liveWithinMs };
+    return { name: String(c.get('name')), pending: Number(c.get('pending') ?? 0), idleMs: Number(c.get('idle') ?? 0) };
   });
   const pending = Number(raw.get('pending') ?? 0);
   let oldestPendingId: string | null = null;
@@ -183,30 +185,34 @@ async function diagnoseGroup(
       oldestPendingIdleMs = Number(first[2]);
     }
   }
+  const lastDeliveredId = raw.get('last-delivered-id') === undefined ? null : String(raw.get('last-delivered-id'));
   const lagRaw = raw.get('lag');
   const lag = lagRaw === null || lagRaw === undefined ? (length === 0 ? 0 : null) : Number(lagRaw);
-  const liveConsumers = consumers.filter((c) => c.live).length;
+  // The first entry after the group's cursor: how long the oldest unread entry has waited.
+  let oldestUnreadAgeMs: number | null = null;
+  if (lag !== 0 && lastDeliveredId) {
+    const next = parseFirstId(await redis.call('XRANGE', stream, `(${lastDeliveredId}`, '+', 'COUNT', 1));
+    if (next) oldestUnreadAgeMs = Math.max(0, now - entryTimeMs(next));
+  }
   const claimIdleMs = def?.claimIdleMs ?? 60_000;
 
   let status: GroupStatus = 'ok';
   let statusText: string;
-  const waiting = lag ? ` — ${lag} entries wait` : '';
-  if (liveConsumers === 0) {
-    status = 'no-live-consumer';
-    const lastSeen = consumers.length ? Math.min(...consumers.map((c) => c.idleMs)) : undefined;
+  const lastRead = consumers.length ? Math.min(...consumers.map((c) => c.idleMs)) : undefined;
+  if (oldestUnreadAgeMs !== null && oldestUnreadAgeMs > stalledAfterMs) {
+    status = 'not-reading';
     statusText =
-      lastSeen === undefined
-        ? `no live consumer: group "${group}" exists but no consumer has joined it${waiting}`
-        : `no live consumer: no consumer of "${group}" has read for ${seconds(lastSeen)}${waiting}`;
+      `no consumer is reading: ${lag ?? 'some'} entries wait, the oldest for ${seconds(oldestUnreadAgeMs)}` +
+      (lastRead === undefined ? '; no consumer ever joined the group' : `; a consumer last received an entry ${seconds(lastRead)} ago`);
   } else if (oldestPendingIdleMs !== null && oldestPendingIdleMs > claimIdleMs) {
     status = 'stuck-pending';
     const why =
       def?.delivery === 'at-most-once'
-        ? 'read by a consumer that died before acking; the next sweep dead-letters them as abandoned'
+        ? 'read by a consumer that died before acking; a live consumer dead-letters them as abandoned'
         : 'delivered and not acked; a live consumer takes them over with XAUTOCLAIM (on Redis < 6.2 nothing does)';
     statusText = `${pending} entries pending, the oldest idle for ${seconds(oldestPendingIdleMs)} (claimIdleMs ${seconds(claimIdleMs)}): ${why}`;
   } else {
-    statusText = `ok: ${liveConsumers} live consumer${liveConsumers === 1 ? '' : 's'}, ${pending} pending, lag ${lag ?? 'unknown'}`;
+    statusText = `ok: ${pending} pending, lag ${lag ?? 'unknown'}, ${consumers.length} consumer${consumers.length === 1 ? '' : 's'} known`;
   }
 
   return {
@@ -216,16 +222,20 @@ async function diagnoseGroup(
     delivery: def?.delivery ?? null,
     singleton: def?.singleton ?? null,
     consumers,
-    liveConsumers,
     pending,
     oldestPendingId,
     oldestPendingAgeMs: oldestPendingId ? Math.max(0, now - entryTimeMs(oldestPendingId)) : null,
     oldestPendingIdleMs,
     lag,
-    lastDeliveredId: raw.get('last-delivered-id') === undefined ? null : String(raw.get('last-delivered-id')),
+    oldestUnreadAgeMs,
+    lastDeliveredId,
     status,
     statusText,
   };
+}
+
+function parseFirstId(reply: unknown): string | undefined {
+  return Array.isArray(reply) && Array.isArray(reply[0]) && typeof reply[0][0] === 'string' ? reply[0][0] : undefined;
 }
 
 function firstEntryId(entry: unknown): string | undefined {

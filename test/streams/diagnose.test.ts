@@ -47,24 +47,42 @@ describeWithRedis('diagnoseStreams', () => {
     await waitFor('handled', () => seen.length === 1);
     const d = await client.diagnose({ consumers: [consumer] });
     const g = d.streams[0]!.groups[0]!;
-    expect(g).toMatchObject({ group: 'g', exists: true, status: 'ok', pending: 0, lag: 0, liveConsumers: 1, delivery: 'at-least-once', singleton: false });
-    expect(g.consumers).toEqual([expect.objectContaining({ name: runner.consumer, pending: 0, live: true })]);
+    expect(g).toMatchObject({ group: 'g', exists: true, status: 'ok', pending: 0, lag: 0, oldestUnreadAgeMs: null, delivery: 'at-least-once', singleton: false });
+    expect(g.consumers).toEqual([expect.objectContaining({ name: runner.consumer, pending: 0 })]);
+    expect(g.statusText).toBe('ok: 0 pending, lag 0, 1 consumer known');
     expect(d.streams[0]!.lastEntryAgeMs).toBeGreaterThanOrEqual(0);
   });
 
-  it('reports lag and "no live consumer" for a group nobody reads, and counts dead letters', async () => {
+  it('shows a consumer that joined but has read nothing yet, and a quiet group as ok', async () => {
+    const stream = defineStream({ name: t.name('quiet'), payload });
+    const consumer = defineConsumer({ stream, group: 'g', handler: () => {} });
+    const runner = t.runner({ consumers: [consumer] });
+    await runner.start();
+    const client = t.client();
+    const d = await waitFor('the consumer joined', async () => {
+      const r = await client.diagnose({ consumers: [consumer] });
+      return r.streams[0]!.groups[0]!.consumers.length === 1 ? r : undefined;
+    });
+    expect(d.streams[0]!.groups[0]).toMatchObject({ status: 'ok', lag: 0, consumers: [expect.objectContaining({ name: runner.consumer })] });
+  });
+
+  it('reports lag and "no consumer is reading" when entries wait unread past stalledAfterMs, and counts dead letters', async () => {
     const stream = defineStream({ name: t.name('lag'), payload });
     const raw = t.redis();
     await raw.xgroup('CREATE', stream.name, 'g', '0', 'MKSTREAM');
-    for (let n = 0; n < 4; n++) await raw.xadd(stream.name, '*', 'payload', JSON.stringify({ n }));
+    // Entries written a minute ago (by Redis's clock) that no consumer has read since.
+    const [sec] = (await raw.time()) as unknown as [string];
+    const minuteAgo = Number(sec) * 1_000 - 60_000;
+    for (let n = 0; n < 4; n++) await raw.xadd(stream.name, `${minuteAgo}-${n}`, 'payload', JSON.stringify({ n }));
     await raw.xadd(`${stream.name}:dead-letter`, '*', 'payload', '{}', 'reason', 'failed');
     const consumer = defineConsumer({ stream, group: 'g', handler: () => {} });
     const d = await t.client().diagnose({ consumers: [consumer] });
     const s = d.streams[0]!;
     expect(s.deadLetterCount).toBe(1);
     expect(s.deadLetterStreams).toEqual([{ stream: `${stream.name}:dead-letter`, length: 1 }]);
-    expect(s.groups[0]).toMatchObject({ status: 'no-live-consumer', lag: 4, pending: 0 });
-    expect(s.groups[0]!.statusText).toBe('no live consumer: group "g" exists but no consumer has joined it — 4 entries wait');
+    expect(s.groups[0]).toMatchObject({ status: 'not-reading', lag: 4, pending: 0 });
+    expect(s.groups[0]!.oldestUnreadAgeMs).toBeGreaterThan(30_000);
+    expect(s.groups[0]!.statusText).toMatch(/^no consumer is reading: 4 entries wait, the oldest for \d+ s; no consumer ever joined the group$/);
   });
 
   it('reports entries stuck in pending, with the oldest one\'s age and idle time', async () => {
@@ -75,9 +93,9 @@ describeWithRedis('diagnoseStreams', () => {
     await raw.xreadgroup('GROUP', 'g', 'dead-replica', 'COUNT', 1, 'STREAMS', stream.name, '>');
     const consumer = defineConsumer({ stream, group: 'g', claimIdleMs: 100, handler: () => {} });
     const client = t.client();
-    // The dead replica still counts as live for a minute; its entry has been pending past claimIdleMs.
+    // The dead replica's entry has been pending past claimIdleMs, and nothing took it over.
     const d = await waitFor('stuck', async () => {
-      const r = await client.diagnose({ consumers: [consumer], liveWithinMs: 60_000 });
+      const r = await client.diagnose({ consumers: [consumer] });
       return r.streams[0]!.groups[0]!.status === 'stuck-pending' ? r : undefined;
     });
     const g = d.streams[0]!.groups[0]!;
