@@ -135,6 +135,33 @@ describeWithRedis('pending entries', () => {
     expect(await pendingCount(raw, stream.name)).toBe(0);
   });
 
+  it('aborts a handler past timeoutMs: the delivery fails with NS_STREAM_HANDLER_TIMEOUT', async () => {
+    const stream = defineStream({ name: t.name('slow'), payload });
+    let signal: AbortSignal | undefined;
+    const { events, of } = t.recorder();
+    const runner = t.runner({
+      events,
+      consumers: [
+        defineConsumer({
+          stream,
+          group: 'g',
+          timeoutMs: 50,
+          maxDeliveries: 1,
+          handler: async (_p, ctx) => {
+            signal = ctx.signal;
+            await new Promise(() => {}); // ignores its signal: the runner does not wait for it
+          },
+        }),
+      ],
+    });
+    await runner.start();
+    await t.client().publish(stream, { n: 1 });
+    await waitFor('dead-lettered', () => of('stream.dead-lettered').length === 1);
+    expect(signal!.aborted).toBe(true);
+    expect((signal!.reason as { code: string }).code).toBe('NS_STREAM_HANDLER_TIMEOUT');
+    expect(of('stream.dead-lettered')[0]).toMatchObject({ reason: 'failed', error: expect.stringContaining('timeout of 50 ms') });
+  });
+
   it('dead-letters an entry whose payload does not parse, at once and without calling the handler', async () => {
     const stream = defineStream({ name: t.name('garbage'), payload });
     const raw = t.redis();

@@ -1,11 +1,34 @@
-import { context, propagation, type TextMapPropagator } from '@opentelemetry/api';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { context, createContextKey, propagation, ROOT_CONTEXT, type Context, type ContextManager, type TextMapPropagator } from '@opentelemetry/api';
 import { afterEach, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, PayloadInvalidError, PayloadTooLargeError, RedisUnavailableError, UnknownStreamError } from '../../src/errors.js';
+import { defineConsumer } from '../../src/streams/define-consumer.js';
 import { defineStream } from '../../src/streams/define-stream.js';
 import { StreamClient } from '../../src/streams/stream-client.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
+import { waitFor } from '../support/wait.js';
 import { fieldsOf, useStreams } from './harness.js';
+
+/** A context manager on AsyncLocalStorage, so context.with() carries values into async handlers. */
+class LocalContextManager implements ContextManager {
+  private readonly storage = new AsyncLocalStorage<Context>();
+  active(): Context {
+    return this.storage.getStore() ?? ROOT_CONTEXT;
+  }
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+    return this.storage.run(ctx, () => fn.call(thisArg, ...args));
+  }
+  bind<T>(_ctx: Context, target: T): T {
+    return target;
+  }
+  enable(): this {
+    return this;
+  }
+  disable(): this {
+    return this;
+  }
+}
 
 describeWithRedis('publish', () => {
   const redis = useRedisServer();
@@ -13,6 +36,7 @@ describeWithRedis('publish', () => {
 
   afterEach(() => {
     propagation.disable();
+    context.disable();
   });
 
   it('writes XADD key * payload <json>, validated, and returns the entry id', async () => {
@@ -83,6 +107,32 @@ describeWithRedis('publish', () => {
     await context.with(context.active(), () => t.client().publish(orders, { n: 1 }));
     const entries = (await t.redis().xrange(orders.name, '-', '+')) as [string, string[]][];
     expect(fieldsOf(entries[0]![1])).toEqual({ payload: '{"n":1}', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+  });
+
+  it('runs the consumer\'s handler in the trace context the entry carries', async () => {
+    const TRACE = createContextKey('test trace');
+    const fake: TextMapPropagator = {
+      inject: (ctx, carrier, setter) => {
+        const value = ctx.getValue(TRACE);
+        if (typeof value === 'string') setter.set(carrier, 'traceparent', value);
+      },
+      extract: (ctx, carrier, getter) => {
+        const value = getter.get(carrier, 'traceparent');
+        return typeof value === 'string' ? ctx.setValue(TRACE, value) : ctx;
+      },
+      fields: () => ['traceparent'],
+    };
+    propagation.setGlobalPropagator(fake);
+    context.setGlobalContextManager(new LocalContextManager());
+    const orders = defineStream({ name: t.name('orders'), payload: z.object({ n: z.number() }) });
+    const seen: unknown[] = [];
+    const runner = t.runner({ consumers: [defineConsumer({ stream: orders, group: 'g', handler: () => void seen.push(context.active().getValue(TRACE)) })] });
+    await runner.start();
+    const client = t.client();
+    await context.with(context.active().setValue(TRACE, '00-aaaa-bbbb-01'), () => client.publish(orders, { n: 1 }));
+    await client.publish(orders, { n: 2 });
+    await waitFor('both handled', () => seen.length === 2);
+    expect(seen).toEqual(['00-aaaa-bbbb-01', undefined]);
   });
 
   it('trims to about maxLength entries when the stream sets it', async () => {
