@@ -163,12 +163,13 @@ export class ConsumerRunner {
       events: this.events,
       logger: this.logger,
       term,
+      leaseName: def.singleton ? consumerLeaseName(def) : undefined,
       publish: (stream, payload) => this.publish(stream, payload),
     };
   }
 
   private async campaign(h: Hosted): Promise<void> {
-    const lease = this.options.leaderLease!(`stream:${h.def.stream.name}:${h.def.group}`);
+    const lease = this.options.leaderLease!(consumerLeaseName(h.def));
     h.lease = lease;
     h.unsubscribe = lease.onChange((term) => this.follow(h, term));
     await lease.start();
@@ -214,6 +215,11 @@ export class ConsumerRunner {
     this.release?.();
     this.release = undefined;
   }
+}
+
+/** The name of the lease electing the one process that runs a singleton consumer: `stream:<stream>:<group>`. */
+export function consumerLeaseName(def: ConsumerDefinition): string {
+  return `stream:${def.stream.name}:${def.group}`;
 }
 
 function validate(o: ConsumerRunnerOptions): Issue[] {

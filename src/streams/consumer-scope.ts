@@ -19,6 +19,8 @@ export interface ConsumerScope {
   readonly logger: Logger;
   /** The leadership term a singleton consumes in; undefined for other consumers. */
   readonly term: LeaderTerm | undefined;
+  /** The lease a singleton is elected through; undefined for other consumers. */
+  readonly leaseName: string | undefined;
   publish<S extends PayloadSchema>(stream: StreamDefinition<S>, payload: SchemaInput<S>): Promise<PublishResult>;
 }
 

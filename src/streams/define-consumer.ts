@@ -25,6 +25,8 @@ export interface ConsumerContext {
    * Pass it to writes that must refuse a deposed leader. Undefined for other consumers.
    */
   readonly fencingToken: string | undefined;
+  /** For a singleton consumer: the lease it holds, `stream:<stream>:<group>` (for `assert_lease(leaseName, fencingToken)` in SQL). */
+  readonly leaseName: string | undefined;
   /** A logger carrying the stream, group and entry id (never the payload). */
   readonly log: JobLogger;
   /** Publishes to another (or the same) stream through this runner's connection. */
@@ -143,6 +145,9 @@ export function defineConsumer<S extends PayloadSchema>(options: ConsumerOptions
   const stream = isStreamDefinition(o.stream) ? o.stream.name : undefined;
   if (stream !== undefined && o.deadLetterStream === stream) {
     issues.push({ path: 'deadLetterStream', message: 'must differ from the stream itself, or failed entries would be read again' });
+  }
+  if (o.singleton === true && stream !== undefined && typeof o.group === 'string' && `stream:${stream}:${o.group}`.length > 200) {
+    issues.push({ path: 'group', message: 'with the stream name, too long for a singleton\'s lease name stream:<stream>:<group> (at most 200 characters)' });
   }
   const label = typeof o.group === 'string' ? `consumer "${String(o.name ?? o.group)}"` : 'consumer definition';
   if (issues.length) throw new ConfigError(label, issues);

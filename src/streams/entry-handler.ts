@@ -142,6 +142,7 @@ async function run(
     ageMs,
     signal,
     fencingToken: scope.term?.token,
+    leaseName: scope.leaseName,
     log: scope.logger.child({ stream: def.stream.name, group: def.group, entryId: rec.entry.id }),
     publish: (stream, p) => scope.publish(stream, p),
   };

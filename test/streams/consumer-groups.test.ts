@@ -81,6 +81,7 @@ describeWithRedis('consumer groups', () => {
     expect(ctx.deliveries).toBe(1);
     expect(ctx.consumer).toBe(runner.consumer);
     expect(ctx.fencingToken).toBeUndefined();
+    expect(ctx.leaseName).toBeUndefined();
     const pending = (await t.redis().xpending(stream.name, 'g')) as [number];
     expect(pending[0]).toBe(0);
   });

@@ -121,7 +121,7 @@ describeWithRedis('singleton consumer and its term', () => {
   it('consumes only while it holds a term: stops reading when deposed, hands back in-flight entries, resumes when elected again', async () => {
     const stream = defineStream({ name: t.name('operator'), payload });
     const leases: ManualLease[] = [];
-    const seen: { n: number; token: string | undefined; aborted: () => boolean }[] = [];
+    const seen: { n: number; token: string | undefined; lease: string | undefined; aborted: () => boolean }[] = [];
     const gate = deferred();
     const { events, of } = t.recorder();
     const runner = t.runner({
@@ -137,7 +137,7 @@ describeWithRedis('singleton consumer and its term', () => {
           group: 'polymarket-operator',
           singleton: true,
           handler: async ({ n }, ctx) => {
-            seen.push({ n, token: ctx.fencingToken, aborted: () => ctx.signal.aborted });
+            seen.push({ n, token: ctx.fencingToken, lease: ctx.leaseName, aborted: () => ctx.signal.aborted });
             if (n === 2 && ctx.fencingToken === '1') await gate.promise;
           },
         }),
@@ -171,6 +171,7 @@ describeWithRedis('singleton consumer and its term', () => {
       [2, '2'],
       [3, '2'],
     ]);
+    expect(new Set(seen.map((s) => s.lease))).toEqual(new Set([`stream:${stream.name}:polymarket-operator`]));
     gate.resolve();
   });
 });
