@@ -59,7 +59,14 @@ describeWithRedis('consumer processes killed for real', () => {
     await b.ready;
     await publishAll(stream, 30, 40);
     const raw = t.redis();
-    await waitFor('every entry delivered and resolved', () => settled(raw, stream, 'operator'));
+    // Acked before handling, so "nothing pending" comes before the handlers end: also wait until
+    // every handler B started has finished, and B has handled all ten published after the kill.
+    await waitFor('every entry delivered and B idle', async () => {
+      if (!(await settled(raw, stream, 'operator'))) return false;
+      const ofB = async (phase: 'started' | 'done') => (await rows(stream, phase)).filter((r) => r.pid === b.pid);
+      const [started, done] = [await ofB('started'), await ofB('done')];
+      return started.length === done.length && done.filter((r) => r.n >= 30).length === 10;
+    });
 
     const started = await rows(stream, 'started');
     const count = new Map<number, number>();
@@ -81,10 +88,12 @@ describeWithRedis('consumer processes killed for real', () => {
     const stream = t.name('updates');
     await publishAll(stream, 0, 40);
     const common = { STREAM: stream, GROUP: 'bets-backend', DELIVERY: 'at-least-once', CLAIM_IDLE_MS: '500', CONCURRENCY: '2' };
+    // A starts alone, so entry 5 is certainly A's; C joins before the crash and must ride out the restart.
     const a = spawnConsumer({ ...common, HANG_ON: '5' });
-    const c = spawnConsumer(common);
-    await Promise.all([a.ready, c.ready]);
+    await a.ready;
     await waitFor('entry 5 being handled by A', async () => (await rows(stream, 'started')).some((r) => r.n === 5 && r.pid === a.pid));
+    const c = spawnConsumer(common);
+    await c.ready;
 
     await a.kill('SIGKILL');
     await redis.server().kill();
