@@ -115,13 +115,20 @@ describeWithRedis('seed 004: bets through two streams', () => {
     const replica = createBackendRunner({ pool: db.sql, schema: db.schema, redisUrl: redis.server().url });
     running.push(replica);
     await replica.start();
-    for (const status of ['filled', 'open', 'open', 'killed', 'filled'] as const) await streams.publish(orderUpdates, { orderId, status });
-    // Two replicas share the group: each update is applied by one of them. Wait until all are acked.
     const consumers = [backendConsumer(db.sql, db.schema)];
-    await waitFor('all five updates handled', async () => {
-      const g = (await streams.diagnose({ consumers })).streams[0]!.groups[0]!;
-      return g.pending === 0 && g.lag === 0;
-    });
+    const allHandled = () =>
+      waitFor('every update handled', async () => {
+        const g = (await streams.diagnose({ consumers })).streams[0]!.groups[0]!;
+        return g.pending === 0 && g.lag === 0;
+      });
+    // The operator said open, then filled; the backend sees filled first, open late, and both twice.
+    // Two replicas share the group, so even the order of application is not the order of publication.
+    for (const status of ['filled', 'open', 'open', 'filled'] as const) await streams.publish(orderUpdates, { orderId, status });
+    await allHandled();
+    expect(await betOf(db.sql, db.schema, orderId)).toEqual({ status: 'filled', reason: null });
+    // A terminal status is final.
+    await streams.publish(orderUpdates, { orderId, status: 'rejected', reason: 'escrow_failed: late' });
+    await allHandled();
     expect(await betOf(db.sql, db.schema, orderId)).toEqual({ status: 'filled', reason: null });
   });
 

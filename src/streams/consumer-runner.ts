@@ -71,6 +71,7 @@ export class ConsumerRunner {
   private readonly server: ServerCapabilities = { autoclaim: true, warned: false };
   private conn: RedisConnection | undefined;
   private state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
+  private starting: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
   private release: (() => void) | undefined;
 
@@ -107,9 +108,13 @@ export class ConsumerRunner {
    * consumer's group, starts the non-singleton consumers, and starts campaigning for the
    * singletons. Later Redis outages are ridden out: consumers wait and reconnect.
    */
-  async start(): Promise<void> {
-    if (this.state === 'stopping' || this.state === 'stopped') throw new StoppedError('start stream consumers');
-    if (this.state !== 'idle') return;
+  start(): Promise<void> {
+    if (this.state === 'stopping' || this.state === 'stopped') return Promise.reject(new StoppedError('start stream consumers'));
+    this.starting ??= this.startParts();
+    return this.starting;
+  }
+
+  private async startParts(): Promise<void> {
     this.state = 'starting';
     this.release = trackResource('stream-consumers', this.consumerName);
     try {
@@ -128,8 +133,10 @@ export class ConsumerRunner {
       }
       this.state = 'running';
     } catch (err) {
-      this.state = 'idle';
+      // Everything started so far is stopped; start may be called again (Redis may be back).
       await this.stopParts();
+      this.state = 'idle';
+      this.starting = undefined;
       throw err;
     }
   }
@@ -141,6 +148,8 @@ export class ConsumerRunner {
       return Promise.resolve();
     }
     this.stopping ??= (async () => {
+      // A start in progress finishes (or fails) first, so nothing it creates outlives the stop.
+      await this.starting?.catch(() => undefined);
       this.state = 'stopping';
       await this.stopParts();
       this.state = 'stopped';

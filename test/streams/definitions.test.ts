@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { z } from 'zod';
-import { ConfigError, StoppedError, UnknownStatusError } from '../../src/errors.js';
+import { ConfigError, RedisUnavailableError, StoppedError, UnknownStatusError } from '../../src/errors.js';
 import { ConsumerRunner } from '../../src/streams/consumer-runner.js';
 import { defineConsumer } from '../../src/streams/define-consumer.js';
 import { defineStream } from '../../src/streams/define-stream.js';
@@ -77,6 +77,15 @@ describe('ConsumerRunner options', () => {
     await r.stop();
     await r.stop();
     await expect(r.start()).rejects.toBeInstanceOf(StoppedError);
+  });
+
+  it('fails start with NS_REDIS_UNAVAILABLE when Redis cannot be reached, leaving nothing running', async () => {
+    const r = new ConsumerRunner({ redisUrl: 'redis://127.0.0.1:1', consumers: [defineConsumer({ stream, group: 'g', handler: () => {} })], connectTimeoutMs: 200 });
+    const err = await r.start().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RedisUnavailableError);
+    expect((err as RedisUnavailableError).code).toBe('NS_REDIS_UNAVAILABLE');
+    // The leak guard checks that no connection or timer is left; a stop after a failed start is safe.
+    await r.stop();
   });
 });
 
