@@ -283,6 +283,29 @@ export class LeadershipLostError extends NightshiftError {
   }
 }
 
+/** No schedule with that name is defined in this client. */
+export class ScheduleNotFoundError extends NightshiftError {
+  constructor(name: string, known: readonly string[]) {
+    const suggestion = closest(name, known);
+    super('NS_SCHEDULE_NOT_FOUND', `no schedule named "${name}"`, {
+      hint: suggestion
+        ? `did you mean "${suggestion}"? Defined schedules: ${known.join(', ')}`
+        : known.length
+          ? `defined schedules: ${known.join(', ')}`
+          : 'define it with defineSchedule and pass it to the client’s schedules',
+    });
+  }
+}
+
+/** Two schedule definitions share a name. */
+export class DuplicateScheduleError extends NightshiftError {
+  constructor(name: string) {
+    super('NS_DUPLICATE_SCHEDULE', `schedule "${name}" is defined twice`, {
+      hint: 'each schedule name names exactly one defineSchedule; rename one of them',
+    });
+  }
+}
+
 /** Redis could not be reached, or the connection dropped while a command was in flight. */
 export class RedisUnavailableError extends NightshiftError {
   constructor(what: string, cause: unknown, hint?: string) {

@@ -1,4 +1,4 @@
-import { NightshiftError } from '../errors.js';
+import { isNightshiftError, NightshiftError } from '../errors.js';
 
 /** Exit codes: 0 success, 1 a failed operation, 2 a usage or configuration error. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -24,5 +24,5 @@ export class UsageError extends NightshiftError {
 
 /** The exit code for an error. */
 export function exitCodeFor(err: unknown): number {
-  return err instanceof NightshiftError && USAGE_CODES.has(err.code) ? EXIT.usage : EXIT.failed;
+  return isNightshiftError(err) && USAGE_CODES.has(err.code) ? EXIT.usage : EXIT.failed;
 }

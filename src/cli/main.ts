@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
-import { NightshiftError } from '../errors.js';
+import { isNightshiftError } from '../errors.js';
 import { nightshiftVersion } from '../runtime/version.js';
 import { registerDaemons } from './commands/daemons.js';
 import { registerEnqueue } from './commands/enqueue.js';
 import { registerJobs } from './commands/jobs.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerQueues } from './commands/queues.js';
+import { registerSchedules } from './commands/schedules.js';
 import { registerStatus } from './commands/status.js';
 import { registerWorker } from './commands/worker.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerEnqueue(program);
   registerJobs(program);
   registerQueues(program);
+  registerSchedules(program);
   registerStatus(program);
   registerDaemons(program);
   for (const c of program.commands) {
@@ -47,7 +49,7 @@ export async function main(argv: string[]): Promise<number> {
       // --help and --version end with code 0; anything else commander rejects is a usage error.
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (err instanceof NightshiftError) process.stderr.write(`error ${err.code}: ${err.message}\n`);
+    if (isNightshiftError(err)) process.stderr.write(`error ${err.code}: ${err.message}\n`);
     else process.stderr.write(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     return exitCodeFor(err);
   }

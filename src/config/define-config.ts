@@ -1,6 +1,7 @@
 import { ConfigError, closest, type Issue } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { DaemonDefinition } from '../leadership/define-daemon.js';
+import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { resolveOptions, type NightshiftOptions } from '../runtime/client-options.js';
@@ -22,6 +23,8 @@ export interface NightshiftConfig {
   jobs?: JobDefinition[];
   /** Daemons (defineDaemon): each runs on exactly one live process among those hosting it. */
   daemons?: DaemonDefinition[];
+  /** Schedules (defineSchedule): cron or interval, each tick run exactly once across the fleet. */
+  schedules?: ScheduleDefinition[];
   roles?: Record<string, RoleDefinition>;
   worker?: {
     concurrency?: number;
@@ -39,7 +42,7 @@ export interface NightshiftConfig {
   logger?: Logger;
 }
 
-const TOP = ['database', 'jobs', 'daemons', 'roles', 'worker', 'requiredEnv', 'maxPayloadBytes', 'logger'];
+const TOP = ['database', 'jobs', 'schedules', 'daemons', 'roles', 'worker', 'requiredEnv', 'maxPayloadBytes', 'logger'];
 const DATABASE = ['url', 'schema', 'maxConnections', 'preparedStatements', 'budget'];
 const WORKER = ['concurrency', 'queues', 'leaseMs', 'heartbeatMs', 'pollIntervalMs', 'shutdownGraceMs', 'maintenanceIntervalMs', 'retention'];
 const ROLE = ['jobs', 'queues', 'schedules', 'daemons', 'consumers', 'requiredEnv'];
@@ -99,10 +102,24 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
     if (daemons.includes(d.name)) issues.push({ path: `daemons.${i}`, message: `daemon "${d.name}" is defined twice` });
     daemons.push(d.name);
   });
+  const schedules: string[] = [];
+  (config.schedules ?? []).forEach((sc, i) => {
+    if (typeof sc !== 'object' || sc === null || typeof sc.name !== 'string' || typeof sc.spec !== 'string') {
+      issues.push({ path: `schedules.${i}`, message: 'must be a schedule created with defineSchedule' });
+      return;
+    }
+    if (schedules.includes(sc.name)) issues.push({ path: `schedules.${i}`, message: `schedule "${sc.name}" is defined twice` });
+    schedules.push(sc.name);
+    if (typeof sc.kind === 'string' && !kinds.includes(sc.kind) && typeof sc.job === 'string') {
+      const best = closest(sc.kind, kinds);
+      issues.push({ path: `schedules.${i}.job`, message: `unknown job kind "${sc.kind}"${best ? `; did you mean "${best}"?` : ''}` });
+    }
+  });
   for (const [name, role] of Object.entries(config.roles ?? {})) {
     unknownKeys(role, ROLE, `roles.${name}`, issues);
     refs(role?.jobs, kinds, `roles.${name}.jobs`, 'job kind', issues);
     refs(role?.daemons, daemons, `roles.${name}.daemons`, 'daemon', issues);
+    refs(role?.schedules, schedules, `roles.${name}.schedules`, 'schedule', issues);
   }
   if (issues.length) throw new ConfigError('config', issues);
   // The client options carry their own checks (types, ranges); run them now, not at start-up,
@@ -146,6 +163,7 @@ export function toClientOptions(config: NightshiftConfig, o: { databaseUrl: stri
     ...(d.budget !== undefined ? { budget: d.budget } : {}),
     jobs: config.jobs ?? [],
     daemons: config.daemons ?? [],
+    schedules: config.schedules ?? [],
     roles: config.roles ?? {},
     ...(o.roles ? { activeRoles: o.roles } : {}),
     ...(config.requiredEnv ? { requiredEnv: config.requiredEnv } : {}),

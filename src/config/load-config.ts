@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ConfigError } from '../errors.js';
+import { ConfigError, isNightshiftError } from '../errors.js';
 import { defineConfig, type NightshiftConfig } from './define-config.js';
 
 /** Config file names looked for in the working directory, in order. */
@@ -32,7 +32,7 @@ export async function loadConfig(explicit: string | undefined, cwd = process.cwd
       mod = (await import(pathToFileURL(path).href)) as { default?: unknown };
     }
   } catch (err) {
-    if (err instanceof ConfigError) throw err;
+    if (isNightshiftError(err)) throw err;
     throw new ConfigError(`config file ${path}`, [{ path: '', message: `could not be loaded: ${err instanceof Error ? err.message : String(err)}` }]);
   }
   const value = (mod.default as { default?: unknown } | undefined)?.default ?? mod.default;

@@ -154,7 +154,7 @@ export class DaemonSupervisor {
         waitMs = Math.max(backoff, (this.daemon.everyMs ?? 0) - ranMs);
         this.reportFailure(term, failure, waitMs);
         // A refused write means the term is over in the database: have the elector find out now.
-        if (failure instanceof FencedError) this.elector.recheck();
+        if (failure instanceof FencedError || (failure as { code?: unknown } | null)?.code === 'NS_FENCED') this.elector.recheck();
       }
       await abortableDelay(waitMs, signal);
     }

@@ -9,6 +9,7 @@ import type { Logger } from '../telemetry/logger.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { ENV_NAME } from '../jobs/define-job.js';
 import type { DaemonDefinition } from '../leadership/define-daemon.js';
+import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 
 /** Options of {@link createNightshift}. Every field's default is stated. */
 export interface NightshiftOptions {
@@ -46,8 +47,12 @@ export interface NightshiftOptions {
   listen?: boolean;
   /** Named prepared statements; turn off behind a transaction-mode pooler. Default true. */
   preparedStatements?: boolean;
-  /** Your logger (pino or compatible). Default: pino JSON at NIGHTSHIFT_LOG_LEVEL or info. */
+  /** Your logger (pino or compatible). Default: pino JSON at NIGHTSHIFT_LOG_LEVEL or info, readable in a terminal. */
   logger?: Logger;
+  /** More keys to redact in the default logger (credentials and payloads always are). */
+  redact?: string[];
+  /** Put error messages of failed jobs in logs and spans. Default false: they may quote secrets; they are stored with the job. */
+  logErrorMessages?: boolean;
   /** The actor written to the audit log when an action names none. Default `user@host`. */
   actor?: string;
   /** This process's name in leases. Default `host:pid`. */
@@ -66,6 +71,8 @@ export interface NightshiftOptions {
   registerProcess?: boolean;
   /** Daemons (from defineDaemon): each runs on exactly one live process among those hosting it. */
   daemons?: DaemonDefinition[];
+  /** Schedules (from defineSchedule): each tick enqueues its job exactly once across the fleet. */
+  schedules?: ScheduleDefinition[];
 }
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
@@ -92,6 +99,8 @@ const schema = z
     preparedStatements: z.boolean().optional(),
     logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function' && typeof (v as Logger).child === 'function', 'must be a pino logger (or one with info/warn/error/debug/child)').optional(),
     actor: z.string().min(1).max(200).optional(),
+    redact: z.array(z.string().min(1)).optional(),
+    logErrorMessages: z.boolean().optional(),
     owner: z.string().min(1).max(200).optional(),
     enqueueBatchInFlight: positiveInt(64).optional(),
     roles: z
@@ -113,6 +122,7 @@ const schema = z
     requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
     budget: z.object({ replicas: positiveInt(10_000).optional(), maxConnectionsPerProcess: positiveInt(10_000).optional() }).strict().optional(),
     registerProcess: z.boolean().optional(),
+    schedules: z.array(z.custom<ScheduleDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as ScheduleDefinition).name === 'string' && typeof (v as ScheduleDefinition).spec === 'string', 'must be created with defineSchedule')).optional(),
     daemons: z.array(z.custom<DaemonDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as DaemonDefinition).name === 'string' && typeof (v as DaemonDefinition).run === 'function', 'must be created with defineDaemon')).optional(),
   })
   .strict();
@@ -137,6 +147,8 @@ export interface ResolvedOptions {
   listen: boolean;
   preparedStatements: boolean;
   logger: Logger | undefined;
+  redact: string[];
+  logErrorMessages: boolean;
   actor: string;
   owner: string;
   enqueueBatchInFlight: number;
@@ -146,6 +158,7 @@ export interface ResolvedOptions {
   budget: { replicas?: number; maxConnectionsPerProcess?: number } | undefined;
   registerProcess: boolean;
   daemons: DaemonDefinition[];
+  schedules: ScheduleDefinition[];
 }
 
 const KEYS = Object.keys(schema.shape);
@@ -196,6 +209,8 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     listen: o.listen ?? true,
     preparedStatements: o.preparedStatements ?? true,
     logger: o.logger,
+    redact: o.redact ?? [],
+    logErrorMessages: o.logErrorMessages ?? false,
     actor: o.actor ?? `${user}@${hostname()}`,
     owner: o.owner ?? `${hostname()}:${process.pid}`,
     enqueueBatchInFlight: o.enqueueBatchInFlight ?? 2,
@@ -205,5 +220,6 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     budget: o.budget,
     registerProcess: o.registerProcess ?? true,
     daemons: o.daemons ?? [],
+    schedules: o.schedules ?? [],
   });
 }

@@ -13,6 +13,8 @@ import type { Logger } from '../telemetry/logger.js';
 import { Worker } from '../worker/worker.js';
 import type { ResolvedOptions } from './client-options.js';
 import { ProcessRegistry } from './process-registry.js';
+import type { ScheduleDefinition } from '../schedules/define-schedule.js';
+import { ScheduleTicker } from '../schedules/schedule-ticker.js';
 
 /** What a host needs from its client. */
 export interface HostDeps {
@@ -24,6 +26,7 @@ export interface HostDeps {
   logger: Logger;
   options: Readonly<ResolvedOptions>;
   daemons: readonly DaemonDefinition[];
+  schedules: readonly ScheduleDefinition[];
 }
 
 /** The lease name of leader-only maintenance (rescue, expiry, pruning, process clean-up). */
@@ -41,6 +44,7 @@ export class Host {
   private maintenanceLeader: LeaseElector | undefined;
   private tasks: PeriodicTask[] = [];
   private registry: ProcessRegistry | undefined;
+  private ticker: ScheduleTicker | undefined;
 
   constructor(
     private readonly d: HostDeps,
@@ -61,6 +65,13 @@ export class Host {
 
   get processId(): string | undefined {
     return this.registry?.id;
+  }
+
+  /** Leader leases this process holds now (daemons, maintenance, singletons). */
+  leadership(): string[] {
+    const held = (this.daemons?.status() ?? []).filter((d) => d.leader).map((d) => d.leaseName);
+    if (this.maintenanceLeader?.term) held.push(MAINTENANCE_LEASE);
+    return held;
   }
 
   dropListenerConnection(): void {
@@ -93,6 +104,18 @@ export class Host {
       if (o.listen) await this.startListener(this.worker);
       this.worker.start();
     }
+    const schedules = this.d.schedules.filter((sc) => this.plan.schedules.includes(sc.name));
+    if (schedules.length > 0) {
+      this.ticker = new ScheduleTicker({
+        database: this.d.database,
+        enqueuer: this.d.enqueuer,
+        registry: this.d.registry,
+        schedules,
+        events: this.d.events,
+        logger: this.d.logger,
+      });
+      await this.ticker.start();
+    }
     const daemons = this.d.daemons.filter((dm) => this.plan.daemons.includes(dm.name));
     if (daemons.length > 0) {
       this.daemons = new DaemonRunner({ database: this.d.database, daemons, holder: o.owner, events: this.d.events, logger: this.d.logger });
@@ -109,11 +132,14 @@ export class Host {
       );
       await this.registry.start();
     }
+    this.d.events.emit({ type: 'process.started', id: this.registry?.id ?? o.owner, roles: this.plan.roles });
   }
 
-  /** Stops in reverse order: registry, maintenance, daemons (their leases released), worker, listener. */
+  /** Stops in reverse order: registry, schedule ticks (nothing new is enqueued), maintenance, daemons (their leases released), worker, listener. */
   async stop(): Promise<void> {
+    this.d.events.emit({ type: 'process.stopping', id: this.registry?.id ?? this.d.options.owner });
     await this.registry?.stop();
+    await this.ticker?.stop();
     await this.stopMaintenanceTasks();
     await this.maintenanceLeader?.stop();
     await this.daemons?.stop();

@@ -1,4 +1,5 @@
-import { context } from '@opentelemetry/api';
+import { context, type Context } from '@opentelemetry/api';
+import { endProcessSpan, startProcessSpan } from './stream-tracing.js';
 import { ConsumerStoppedError, PayloadInvalidError, StreamHandlerTimeoutError } from '../errors.js';
 import { describeError } from '../jobs/error-text.js';
 import { parsePayload } from '../jobs/payload.js';
@@ -6,7 +7,7 @@ import type { ConsumerContext, ConsumerHandler } from './define-consumer.js';
 import type { ConsumerScope, InFlightEntry } from './consumer-scope.js';
 import { deadLetter } from './dead-letter.js';
 import { errorText } from './redis-connection.js';
-import { entryContext, entryTimeMs, PAYLOAD_FIELD } from './stream-entry.js';
+import { entryTimeMs, PAYLOAD_FIELD } from './stream-entry.js';
 
 /**
  * Handles one delivered entry by the consumer's delivery rule:
@@ -64,8 +65,10 @@ export async function handleEntry(scope: ConsumerScope, rec: InFlightEntry): Pro
 
     const started = Date.now();
     const handler = (expired ? def.onExpired : def.handler) as ConsumerHandler<typeof def.stream.schema>;
-    const outcome = await run(scope, rec, handler, payload, publishedAtMs, ageMs);
+    const trace = startProcessSpan(entry, def.stream.name, def.group, deliveries);
+    const outcome = await run(scope, rec, handler, payload, publishedAtMs, ageMs, trace.context);
     const durationMs = Date.now() - started;
+    endProcessSpan(trace.span, outcome.ok ? (expired ? 'expired' : 'handled') : outcome.interrupted ? 'interrupted' : 'failed', outcome.ok ? undefined : outcome.error);
 
     if (outcome.ok) {
       if (!atMostOnce) await ack(scope, entry.id);
@@ -127,6 +130,7 @@ async function run(
   payload: unknown,
   publishedAtMs: number,
   ageMs: number,
+  traceContext: Context,
 ): Promise<Outcome> {
   const { def } = scope;
   const signals = [rec.controller.signal];
@@ -164,7 +168,7 @@ async function run(
     // (or a shutdown) past its timeout or grace period.
     const work = (async (): Promise<Outcome> => {
       try {
-        await context.with(entryContext(rec.entry), () => handler(payload, ctx));
+        await context.with(traceContext, () => handler(payload, ctx));
         return { ok: true };
       } catch (error) {
         return { ok: false, error, interrupted: signal.aborted && !(signal.reason instanceof StreamHandlerTimeoutError) };

@@ -1,5 +1,3 @@
-import { context, propagation, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
-
 /** The field holding an entry's JSON payload (the seed's layout: `XADD key * payload <json>`). */
 export const PAYLOAD_FIELD = 'payload';
 
@@ -13,27 +11,6 @@ export interface StreamEntry {
 export function entryTimeMs(id: string): number {
   const dash = id.indexOf('-');
   return Number(dash < 0 ? id : id.slice(0, dash));
-}
-
-/** Builds the XADD field list: the payload, then the trace context fields of the active span (if any). */
-export function entryFields(json: string): string[] {
-  const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
-  const fields = [PAYLOAD_FIELD, json];
-  for (const [k, v] of Object.entries(carrier)) {
-    // The payload field is ours; a propagator never legitimately names a field that way.
-    if (k !== PAYLOAD_FIELD && typeof v === 'string') fields.push(k, v);
-  }
-  return fields;
-}
-
-/** The trace context an entry carries in its own fields (W3C `traceparent`/`tracestate` by default). */
-export function entryContext(entry: StreamEntry): Context {
-  if (!entry.fields || entry.fields.size <= 1) return ROOT_CONTEXT;
-  return propagation.extract(ROOT_CONTEXT, entry.fields, {
-    get: (carrier, key) => carrier.get(key),
-    keys: (carrier) => [...carrier.keys()].filter((k) => k !== PAYLOAD_FIELD),
-  });
 }
 
 /** Parses the reply of XREADGROUP / XRANGE / XAUTOCLAIM entry lists: `[[id, [f, v, …] | null], …]`. */

@@ -2,7 +2,8 @@ import { RedisCommandError, RedisUnavailableError } from '../errors.js';
 import { serialisePayload } from '../jobs/payload.js';
 import type { EventBus } from '../telemetry/events.js';
 import type { StreamDefinition } from './define-stream.js';
-import { entryFields } from './stream-entry.js';
+import { PAYLOAD_FIELD } from './stream-entry.js';
+import { endPublishSpan, startPublishSpan } from './stream-tracing.js';
 import { isConnectionError, type RedisConnection } from './redis-connection.js';
 
 /** What a publish returns. */
@@ -25,12 +26,14 @@ export async function publishEntry(
   const json = await serialisePayload(stream.name, stream.schema, payload, stream.maxPayloadBytes);
   const args: (string | number)[] = [stream.name];
   if (stream.maxLength !== undefined) args.push('MAXLEN', '~', stream.maxLength);
-  args.push('*', ...entryFields(json));
   const conn = await connection();
+  const { span, fields } = startPublishSpan(stream.name);
+  args.push('*', PAYLOAD_FIELD, json, ...fields);
   let id: string;
   try {
     id = String(await conn.redis.call('XADD', ...args));
   } catch (err) {
+    endPublishSpan(span, undefined, err);
     if (isConnectionError(err)) {
       throw new RedisUnavailableError(
         `publishing to stream "${stream.name}"`,
@@ -40,6 +43,7 @@ export async function publishEntry(
     }
     throw new RedisCommandError(`publishing to stream "${stream.name}"`, err);
   }
+  endPublishSpan(span, id);
   events?.emit({ type: 'stream.published', stream: stream.name, id });
   return { id };
 }

@@ -1,5 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { context, createContextKey, propagation, ROOT_CONTEXT, type Context, type ContextManager, type TextMapPropagator } from '@opentelemetry/api';
+import { context, createContextKey, propagation, type TextMapPropagator } from '@opentelemetry/api';
 import { afterEach, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, PayloadInvalidError, PayloadTooLargeError, RedisUnavailableError, UnknownStreamError } from '../../src/errors.js';
@@ -8,27 +7,7 @@ import { defineStream } from '../../src/streams/define-stream.js';
 import { StreamClient } from '../../src/streams/stream-client.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
-import { fieldsOf, useStreams } from './harness.js';
-
-/** A context manager on AsyncLocalStorage, so context.with() carries values into async handlers. */
-class LocalContextManager implements ContextManager {
-  private readonly storage = new AsyncLocalStorage<Context>();
-  active(): Context {
-    return this.storage.getStore() ?? ROOT_CONTEXT;
-  }
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
-    return this.storage.run(ctx, () => fn.call(thisArg, ...args));
-  }
-  bind<T>(_ctx: Context, target: T): T {
-    return target;
-  }
-  enable(): this {
-    return this;
-  }
-  disable(): this {
-    return this;
-  }
-}
+import { fieldsOf, LocalContextManager, useStreams } from './harness.js';
 
 describeWithRedis('publish', () => {
   const redis = useRedisServer();
