@@ -104,6 +104,12 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
       proc.kill(signal);
     });
 
+  // If the test process exits without running its hooks (an error, a timeout), take the server along.
+  const killOnExit = () => {
+    child?.kill('SIGKILL');
+  };
+  process.on('exit', killOnExit);
+
   for (let attempt = 1; ; attempt++) {
     port = await freePort();
     await writeConfig();
@@ -126,6 +132,7 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
       await launch();
     },
     async destroy() {
+      process.off('exit', killOnExit);
       await waitExit(child, 'SIGKILL');
       await rm(dir, { recursive: true, force: true });
     },
