@@ -61,7 +61,7 @@ describeWithRedis('singleton consumer', () => {
     expect(leading(follower)).toBe(0);
 
     await leader.kill('SIGKILL');
-    await waitFor('the follower elected', () => leading(follower) > 0, { timeoutMs: 20_000 });
+    await waitFor('the follower elected', () => leading(follower) > 0);
     await publish(stream, 10, 20);
     await waitFor('all twenty handled', async () => (await done(stream)).length === 20);
     const after = (await done(stream)).filter((r) => r.n >= 10);
