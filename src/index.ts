@@ -44,5 +44,6 @@ export { createLogger, DEFAULT_REDACT, type LoggerOptions } from './telemetry/lo
 export { defineConfig, type NightshiftConfig } from './config/define-config.js';
 export type { RoleDefinition, RolePlan } from './roles/role-plan.js';
 export type { ProcessRow } from './db/processes.js';
+export type { JobLogLine } from './db/job-logs.js';
 export type { BudgetReport } from './runtime/budget.js';
 export * from './errors.js';

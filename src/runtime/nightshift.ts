@@ -18,6 +18,7 @@ import { ConfigError, MissingEnvError } from '../errors.js';
 import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
 import { listProcesses } from './process-registry.js';
 import { Host } from './host.js';
+import { jobLogList, jobLogStatements, type JobLogLine } from '../db/job-logs.js';
 import { StreamClient } from '../streams/stream-client.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
 import type { StreamsDiagnosis } from '../streams/diagnose-streams.js';
@@ -317,6 +318,12 @@ export class Nightshift extends JobAdmin {
     }
     this.streamClient ??= new StreamClient({ redisUrl: this.options.redisUrl, streams: this.options.streams, events: this.events, owner: this.options.owner });
     return this.streamClient;
+  }
+
+  /** What a job's handler logged with `ctx.log`, by attempt (bounded per attempt; deleted with the job). */
+  async jobLogs(id: string, options: { limit?: number } = {}): Promise<JobLogLine[]> {
+    await this.getJob(id);
+    return jobLogList(this.pool.pool, jobLogStatements(this.database.statements), id, Math.min(Math.max(1, options.limit ?? 1_000), 10_000));
   }
 
   /** Whether this client is started and not stopping: what `/readyz` reports. */
