@@ -16,7 +16,7 @@ const above = {
   db: ['jobs', 'worker', 'schedules', 'leadership', 'maintenance', 'roles', 'streams', 'pipelines', 'watchdog', 'runtime', 'config', 'cli', 'dashboard', 'testing'],
   jobs: ['worker', 'schedules', 'leadership', 'maintenance', 'roles', 'streams', 'pipelines', 'watchdog', 'runtime', 'config', 'cli', 'dashboard', 'testing'],
   service: ['runtime', 'config', 'cli', 'dashboard', 'testing'],
-  runtime: ['cli', 'dashboard', 'testing'],
+  runtime: ['config', 'cli', 'dashboard', 'testing'],
 };
 
 module.exports = {

@@ -27,6 +27,14 @@ export class NightshiftError extends Error {
   }
 }
 
+/**
+ * Whether `err` is a nightshift error, from this or another copy of the module (a config file
+ * loaded through tsx gets its own copy, so `instanceof` is not enough).
+ */
+export function isNightshiftError(err: unknown): err is NightshiftError {
+  return err instanceof NightshiftError || (err instanceof Error && typeof (err as unknown as { code?: unknown }).code === 'string' && String((err as unknown as { code: string }).code).startsWith('NS_'));
+}
+
 function formatIssues(issues: readonly Issue[]): string {
   return issues.map((i) => `  - ${i.path || '(value)'}: ${i.message}`).join('\n');
 }
@@ -171,8 +179,11 @@ export function editDistance(a: string, b: string): number {
   return prev[b.length]!;
 }
 
-/** The candidate closest to `word`, when it is close enough to be a likely typo. */
+/** The candidate closest to `word`, when it is close enough to be a likely typo (or one extends the other). */
 export function closest(word: string, candidates: readonly string[]): string | undefined {
+  const lower = word.toLowerCase();
+  const extended = candidates.find((c) => lower.length >= 3 && (c.toLowerCase().startsWith(lower) || lower.startsWith(c.toLowerCase())));
+  if (extended) return extended;
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const c of candidates) {
@@ -205,5 +216,150 @@ export class JobCancelledError extends NightshiftError {
 export class ShutdownError extends NightshiftError {
   constructor(graceMs: number) {
     super('NS_SHUTDOWN', `worker shutting down: the job did not finish within the ${graceMs} ms grace period`);
+  }
+}
+
+/** A process was asked to run a role the configuration does not define. */
+export class UnknownRoleError extends NightshiftError {
+  constructor(roles: readonly string[], valid: readonly string[]) {
+    const suggestions = roles.map((r) => closest(r, valid)).filter((s): s is string => s !== undefined);
+    super('NS_UNKNOWN_ROLE', `unknown role${roles.length > 1 ? 's' : ''}: ${roles.map((r) => `"${r}"`).join(', ')}`, {
+      hint: `valid roles: ${valid.length ? valid.join(', ') : '(none defined)'}${suggestions.length ? `; did you mean ${suggestions.map((s) => `"${s}"`).join(', ')}?` : ''}`,
+    });
+  }
+}
+
+/** Required environment variables are missing: start-up fails closed. */
+export class MissingEnvError extends NightshiftError {
+  constructor(missing: readonly { name: string; requiredBy: string[] }[]) {
+    super(
+      'NS_MISSING_ENV',
+      `missing required environment variable${missing.length > 1 ? 's' : ''}:\n${missing.map((m) => `  - ${m.name} (required by ${m.requiredBy.join(', ')})`).join('\n')}`,
+      { hint: 'set them in the environment of this process, or run it without the roles that need them' },
+    );
+  }
+}
+
+/** The connections the fleet would need exceed what the server allows. */
+export class BudgetExceededError extends NightshiftError {
+  constructor(message: string) {
+    super('NS_BUDGET_EXCEEDED', message, {
+      hint: 'lower maxConnections per process or the number of replicas, raise max_connections on the server, or put a pooler in front',
+    });
+  }
+}
+
+/**
+ * A write fenced by a leader's token was refused: the token is not the current, unexpired term of
+ * the lease (the lease expired or passed to another holder). Raised by `assert_lease` in SQL
+ * (SQLSTATE NS005) and by `ctx.fence(tx)`; the transaction it was raised in must roll back.
+ */
+export class FencedError extends NightshiftError {
+  /** The lease name, when known. */
+  readonly lease: string | undefined;
+  /** The refused fencing token, when known. */
+  readonly token: string | undefined;
+  constructor(detail: string, lease?: string, token?: string) {
+    super('NS_FENCED', `write refused by fencing: ${detail}`, {
+      hint: 'this process is no longer the leader of that lease; stop the work and let the current leader do it',
+    });
+    this.lease = lease;
+    this.token = token;
+  }
+}
+
+/** A leader's term ended: the reason its signal carries (lease lost, not renewed in time, or released on stop). */
+export class LeadershipLostError extends NightshiftError {
+  /** Why the term ended: `lost` (taken over or found expired), `expired` (not renewed in time), `released` (stop). */
+  readonly why: 'lost' | 'expired' | 'released';
+  constructor(lease: string, token: string, why: 'lost' | 'expired' | 'released') {
+    const text = {
+      lost: 'the lease was found expired or held by another process',
+      expired: 'it could not be renewed before it would expire, so this process stepped down',
+      released: 'it was released because this process is stopping',
+    }[why];
+    super('NS_LEADERSHIP_LOST', `leadership of "${lease}" (token ${token}) ended: ${text}`);
+    this.why = why;
+  }
+}
+
+/** No schedule with that name is defined in this client. */
+export class ScheduleNotFoundError extends NightshiftError {
+  constructor(name: string, known: readonly string[]) {
+    const suggestion = closest(name, known);
+    super('NS_SCHEDULE_NOT_FOUND', `no schedule named "${name}"`, {
+      hint: suggestion
+        ? `did you mean "${suggestion}"? Defined schedules: ${known.join(', ')}`
+        : known.length
+          ? `defined schedules: ${known.join(', ')}`
+          : 'define it with defineSchedule and pass it to the client’s schedules',
+    });
+  }
+}
+
+/** Two schedule definitions share a name. */
+export class DuplicateScheduleError extends NightshiftError {
+  constructor(name: string) {
+    super('NS_DUPLICATE_SCHEDULE', `schedule "${name}" is defined twice`, {
+      hint: 'each schedule name names exactly one defineSchedule; rename one of them',
+    });
+  }
+}
+
+/** Redis could not be reached, or the connection dropped while a command was in flight. */
+export class RedisUnavailableError extends NightshiftError {
+  constructor(what: string, cause: unknown, hint?: string) {
+    super('NS_REDIS_UNAVAILABLE', `${what}: Redis is unavailable (${cause instanceof Error ? cause.message : String(cause)})`, {
+      cause,
+      hint: hint ?? 'check redisUrl and that redis-server is running; the operation may be retried once it is back',
+    });
+  }
+}
+
+/** A stream named by a string is not among the streams this client was given. */
+export class UnknownStreamError extends NightshiftError {
+  constructor(name: string, known: readonly string[]) {
+    const suggestion = closest(name, known);
+    super('NS_UNKNOWN_STREAM', `unknown stream "${name}"`, {
+      hint: suggestion
+        ? `did you mean "${suggestion}"? Known streams: ${known.join(', ')}`
+        : known.length
+          ? `known streams: ${known.join(', ')}`
+          : 'pass the definition from defineStream, or list it in the client\'s streams',
+    });
+  }
+}
+
+/** A status is not part of a status order made with defineStatusOrder. */
+export class UnknownStatusError extends NightshiftError {
+  constructor(status: string, known: readonly string[]) {
+    const suggestion = closest(status, known);
+    super('NS_UNKNOWN_STATUS', `unknown status "${status}"`, {
+      hint: suggestion ? `did you mean "${suggestion}"? Known statuses: ${known.join(', ')}` : `known statuses: ${known.join(', ')}`,
+    });
+  }
+}
+
+/** A stream consumer stopped handling an entry: the process is shutting down or lost the singleton's leadership. */
+export class ConsumerStoppedError extends NightshiftError {
+  constructor(consumer: string, why: string) {
+    super('NS_CONSUMER_STOPPED', `stream consumer "${consumer}" stopped: ${why}`);
+  }
+}
+
+/** A stream handler ran past its consumer's `timeoutMs`. */
+export class StreamHandlerTimeoutError extends NightshiftError {
+  constructor(consumer: string, timeoutMs: number) {
+    super('NS_STREAM_HANDLER_TIMEOUT', `stream consumer "${consumer}": the handler ran past its timeout of ${timeoutMs} ms and was aborted`);
+  }
+}
+
+/** Redis refused a command (a wrong key type, a missing group, a script error, …). */
+export class RedisCommandError extends NightshiftError {
+  constructor(what: string, cause: unknown) {
+    super('NS_REDIS_COMMAND', `${what}: Redis refused the command (${cause instanceof Error ? cause.message : String(cause)})`, {
+      cause,
+      hint: 'a WRONGTYPE reply means the key holds something other than a stream; check the stream name',
+    });
   }
 }

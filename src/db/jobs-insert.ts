@@ -108,3 +108,39 @@ export async function jobInsert(
   const stmt = !keyed ? stmts.insertPlain : debounced ? stmts.insertDebounced : stmts.insert;
   return run<JobInsertResult>(db, stmt, [`[${rows.map(rowJson).join(',')}]`]);
 }
+
+/** An enqueue through the schema's SQL function: NULL options take the kind's registered defaults. */
+export interface SqlEnqueueRow {
+  kind: string;
+  payload: string;
+  queue: string | null;
+  runAt: Date | null;
+  delayMs: number | null;
+  priority: number | null;
+  maxAttempts: number | null;
+  dedupeKey: string | null;
+  debounceMs: number | null;
+  expiresAt: Date | null;
+  maxAgeMs: number | null;
+}
+
+/**
+ * Enqueues through the SQL `enqueue()` function (kinds this process does not define, e.g. the CLI).
+ * `deduped` is read from the statement's snapshot: a job the function just inserted is not visible
+ * to the statement that called it, a pending job that absorbed the call is.
+ */
+export async function jobEnqueueViaSql(db: Executor, set: StatementSet, r: SqlEnqueueRow): Promise<JobInsertResult> {
+  const [row] = await run<JobInsertResult>(
+    db,
+    set.plain(
+      (s) => `WITH e AS (
+        SELECT ${s}.enqueue($1, $2::jsonb, queue => $3, run_at => $4, priority => $5, max_attempts => $6, dedupe_key => $7,
+          debounce => $8::float8 * interval '1 millisecond',
+          expires_at => coalesce($9, now() + $10::float8 * interval '1 millisecond'),
+          delay => $11::float8 * interval '1 millisecond') AS id)
+      SELECT e.id::text AS id, EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = e.id) AS deduped FROM e`,
+    ),
+    [r.kind, r.payload, r.queue, r.runAt, r.priority, r.maxAttempts, r.dedupeKey, r.debounceMs, r.expiresAt, r.maxAgeMs, r.delayMs],
+  );
+  return row!;
+}

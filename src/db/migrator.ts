@@ -58,10 +58,13 @@ export async function migrate(pool: PoolHandle, schema: string): Promise<Migrate
     });
     const from = await currentVersion(tx, schema);
     if (from > latestVersion()) throw new SchemaTooNewError(schema, from, latestVersion());
+    // Apply every migration not recorded yet (not only those above the newest applied), so a
+    // migration merged with a lower number than one already applied still runs.
+    const done = new Set((await run<{ version: number }>(tx, { text: `SELECT version FROM ${q}.migrations` })).map((r) => r.version));
     const applied: { version: number; name: string }[] = [];
     await run(tx, { text: `SELECT set_config('search_path', $1, true)` }, [q]);
     for (const m of migrations()) {
-      if (m.version <= from) continue;
+      if (done.has(m.version)) continue;
       await tx.query({ text: m.sql });
       await run(tx, { text: `INSERT INTO ${q}.migrations (version, name) VALUES ($1, $2)` }, [m.version, m.name]);
       applied.push({ version: m.version, name: m.name });
@@ -78,10 +81,11 @@ export async function currentVersion(db: Executor, schema: string): Promise<numb
   return row?.v ?? 0;
 }
 
-/** Throws unless the schema is exactly at this code's version. */
+/** Throws unless every migration of this code is applied (and none newer). */
 export async function assertMigrated(db: Executor, schema: string): Promise<void> {
   const have = await currentVersion(db, schema);
   const want = latestVersion();
-  if (have < want) throw new NotMigratedError(schema, have, want);
   if (have > want) throw new SchemaTooNewError(schema, have, want);
+  const [row] = have === 0 ? [{ n: 0 }] : await run<{ n: number }>(db, { text: `SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.migrations WHERE version = ANY($1::int[])` }, [migrations().map((m) => m.version)]);
+  if (have < want || (row?.n ?? 0) < migrations().length) throw new NotMigratedError(schema, have, want);
 }

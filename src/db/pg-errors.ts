@@ -1,5 +1,6 @@
 import {
   DatabaseError,
+  FencedError,
   NightshiftError,
   OptionsInvalidError,
   PayloadInvalidError,
@@ -27,6 +28,11 @@ function fromOurSqlState(err: PgErrorLike): NightshiftError | undefined {
     }
     case 'NS004':
       return new OptionsInvalidError('enqueue options', [{ path: '', message }]);
+    case 'NS005': {
+      // From assert_lease (0002_leadership.sql): 'lease "<name>" token <n> refused: <why>'.
+      const m = /^lease "([^"]*)" token (\S+) refused: /.exec(message);
+      return new FencedError(message, m?.[1], m?.[2]);
+    }
     default:
       return undefined;
   }

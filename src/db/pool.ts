@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { trackResource } from '../lifecycle/resources.js';
 import type { Executor } from './executor.js';
+import { translateDbError } from './pg-errors.js';
 
 /** The pg Pool type, for options that accept a user's pool. */
 export type PgPool = pg.Pool;
@@ -55,7 +56,9 @@ export function createPool(options: PoolOptions): PoolHandle {
       } else pool.off('error', onError);
     },
     async transaction<T>(fn: (client: Executor) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
+      const client = await pool.connect().catch((err: unknown) => {
+        throw translateDbError(err);
+      });
       let broken = false;
       try {
         await client.query('BEGIN');

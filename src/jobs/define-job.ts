@@ -63,6 +63,8 @@ export interface JobOptions<S extends PayloadSchema> {
   timeoutMs?: number;
   /** Default `'at-least-once'`. An at-most-once job is never run twice: if its worker dies, it is abandoned. */
   delivery?: Delivery;
+  /** Environment variables a process running this kind must have; start-up fails closed naming the missing ones. */
+  requiredEnv?: string[];
 }
 
 /** A job kind, as returned by {@link defineJob}. */
@@ -76,9 +78,22 @@ export interface JobDefinition<S extends PayloadSchema = PayloadSchema> {
   readonly backoff: Backoff | undefined;
   readonly timeoutMs: number | undefined;
   readonly delivery: Delivery;
+  readonly requiredEnv: readonly string[];
 }
 
-const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery'];
+const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery', 'requiredEnv'];
+
+/** Environment variable names: letters, digits and _, not starting with a digit. */
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Problems with a `requiredEnv` list. */
+export function requiredEnvProblems(value: unknown, path: string): Issue[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) return [{ path, message: 'must be an array of environment variable names' }];
+  return value.flatMap((v, i) =>
+    typeof v === 'string' && ENV_NAME.test(v) ? [] : [{ path: `${path}.${i}`, message: `"${String(v)}" is not an environment variable name` }],
+  );
+}
 
 function isInt(v: unknown, min: number, max: number): boolean {
   return typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
@@ -117,6 +132,7 @@ export function defineJob<S extends PayloadSchema>(options: JobOptions<S>): JobD
     issues.push({ path: 'delivery', message: "must be 'at-least-once' or 'at-most-once'" });
   }
   issues.push(...backoffProblems(o.backoff));
+  issues.push(...requiredEnvProblems(o.requiredEnv, 'requiredEnv'));
   const label = typeof o.kind === 'string' ? `job "${o.kind}"` : 'job definition';
   if (issues.length) throw new ConfigError(label, issues);
   return Object.freeze({
@@ -129,6 +145,7 @@ export function defineJob<S extends PayloadSchema>(options: JobOptions<S>): JobD
     backoff: options.backoff,
     timeoutMs: options.timeoutMs,
     delivery: options.delivery ?? 'at-least-once',
+    requiredEnv: Object.freeze([...(options.requiredEnv ?? [])]),
   });
 }
 

@@ -1,4 +1,4 @@
-import { jobInsert, type JobInsertResult, type JobInsertRow } from '../db/jobs-insert.js';
+import { jobEnqueueViaSql, jobInsert, type JobInsertResult, type JobInsertRow } from '../db/jobs-insert.js';
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
 import { OptionsInvalidError, StoppedError } from '../errors.js';
@@ -7,7 +7,7 @@ import type { JobDefinition } from './define-job.js';
 import { resolveEnqueueOptions, type EnqueueOptions, type EnqueueResult, type ResolvedEnqueue } from './enqueue-options.js';
 import { InsertBatcher } from './insert-batcher.js';
 import type { JobRegistry } from './job-registry.js';
-import { serialisePayload } from './payload.js';
+import { serialisePayload, toJson } from './payload.js';
 
 /** Options for one payload of a bulk enqueue: shared, or computed per payload. */
 export type EnqueueManyOptions<P> = EnqueueOptions | ((payload: P, index: number) => EnqueueOptions);
@@ -76,6 +76,33 @@ export class Enqueuer {
     const results = callerDb ? await write(callerDb) : await this.db.pool.transaction(write);
     resolved.forEach((r, i) => this.emitEnqueued(r.row, results[i]!));
     return results;
+  }
+
+  /**
+   * Enqueues a kind this client does not define, through the SQL function (which knows every kind
+   * registered by some client). Options are checked here; the kind's defaults come from the
+   * database; the payload is checked against the schema only when the job runs.
+   */
+  async enqueueRegistered(kind: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
+    if (this.stopped && !options?.db) throw new StoppedError('enqueue');
+    const json = toJson(kind, payload, this.maxPayloadBytes);
+    const pseudo = { kind, queue: 'default', priority: 0, maxAttempts: 1, delivery: 'at-least-once' } as JobDefinition;
+    const r = resolveEnqueueOptions(pseudo, options, json);
+    const o = options ?? {};
+    const result = await jobEnqueueViaSql(r.db ?? this.db.pool.pool, this.db.statements, {
+      kind,
+      payload: json,
+      queue: o.queue ?? null,
+      runAt: r.row.runAt,
+      delayMs: r.debounced ? null : r.row.delayMs,
+      priority: o.priority ?? null,
+      maxAttempts: o.maxAttempts ?? null,
+      dedupeKey: r.row.dedupeKey,
+      debounceMs: r.debounced ? r.row.delayMs : null,
+      expiresAt: r.row.expiresAt,
+      maxAgeMs: r.row.maxAgeMs,
+    });
+    return result;
   }
 
   /** Waits until coalesced enqueues in flight have settled. */

@@ -2,7 +2,7 @@ import type { FailOutcome } from '../db/jobs-run.js';
 import { PayloadInvalidError } from '../errors.js';
 import type { JobDefinition } from './define-job.js';
 import { describeError } from './error-text.js';
-import { Discard, Hold, RetryAfter } from './job-control.js';
+import { isJobControl } from './job-control.js';
 import { backoffDelay } from './retry-policy.js';
 
 /**
@@ -20,17 +20,17 @@ export function decideFailure(
 ): FailOutcome {
   const at = new Date().toISOString();
   const d = describeError(err);
-  if (err instanceof RetryAfter) {
-    return { state: 'available', delayMs: Math.max(0, err.delayMs), grantAttempt: true, reason: null, error: { attempt, at, kind: 'retry', message: d.message } };
+  if (isJobControl(err) && err.action === 'retry') {
+    return { state: 'available', delayMs: Math.max(0, Number.isFinite(err.delayMs) ? err.delayMs : 0), grantAttempt: true, reason: null, error: { attempt, at, kind: 'retry', message: d.message } };
   }
-  if (err instanceof Discard) {
+  if (isJobControl(err) && err.action === 'discard') {
     return { state: 'discarded', delayMs: 0, grantAttempt: false, reason: d.message, error: { attempt, at, kind: 'discard', message: d.message } };
   }
-  if (err instanceof Hold) {
+  if (isJobControl(err) && err.action === 'hold') {
     return { state: 'held', delayMs: 0, grantAttempt: false, reason: d.message, error: { attempt, at, kind: 'hold', message: d.message } };
   }
   const error = { attempt, at, kind: errorKind, ...d };
-  if (err instanceof PayloadInvalidError) {
+  if (err instanceof PayloadInvalidError || (err as { code?: unknown } | null)?.code === 'NS_PAYLOAD_INVALID') {
     return { state: 'discarded', delayMs: 0, grantAttempt: false, reason: 'payload does not match the schema; retrying cannot fix it', error };
   }
   if (def.delivery === 'at-most-once') {

@@ -1,9 +1,18 @@
+const CONTROL = Symbol.for('nightshift.job-control');
+
 /**
  * Explicit results a handler returns (or throws) to steer its job, instead of magic strings:
  * retry after a delay, discard with a reason, or hold for an operator's decision.
  */
 export abstract class JobControl extends Error {
   abstract readonly action: 'retry' | 'discard' | 'hold';
+  /** A brand recognised across copies of nightshift (a config file loaded through tsx gets its own copy). */
+  readonly [CONTROL] = true;
+}
+
+/** Whether a handler's result (or what it threw) is an explicit control result, from any copy of nightshift. */
+export function isJobControl(value: unknown): value is RetryAfter | Discard | Hold {
+  return typeof value === 'object' && value !== null && (value as { [CONTROL]?: unknown })[CONTROL] === true;
 }
 
 /** Retry the job after `delayMs` (the attempt counts, but an extra one is granted if none is left). */

@@ -6,6 +6,12 @@ import type { JobDefinition } from '../jobs/define-job.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../jobs/payload.js';
 import type { Retention } from '../maintenance/job-maintenance.js';
 import type { Logger } from '../telemetry/logger.js';
+import type { RoleDefinition } from '../roles/role-plan.js';
+import { ENV_NAME } from '../jobs/define-job.js';
+import type { DaemonDefinition } from '../leadership/define-daemon.js';
+import type { ScheduleDefinition } from '../schedules/define-schedule.js';
+import { isStreamDefinition, type StreamDefinition } from '../streams/define-stream.js';
+import { isConsumerDefinition, type ConsumerDefinition } from '../streams/define-consumer.js';
 
 /** Options of {@link createNightshift}. Every field's default is stated. */
 export interface NightshiftOptions {
@@ -54,14 +60,38 @@ export interface NightshiftOptions {
   listen?: boolean;
   /** Named prepared statements; turn off behind a transaction-mode pooler. Default true. */
   preparedStatements?: boolean;
-  /** Your logger (pino or compatible). Default: pino JSON at NIGHTSHIFT_LOG_LEVEL or info. */
+  /** Your logger (pino or compatible). Default: pino JSON at NIGHTSHIFT_LOG_LEVEL or info, readable in a terminal. */
   logger?: Logger;
+  /** More keys to redact in the default logger (credentials and payloads always are). */
+  redact?: string[];
+  /** Put error messages of failed jobs in logs and spans. Default false: they may quote secrets; they are stored with the job. */
+  logErrorMessages?: boolean;
   /** The actor written to the audit log when an action names none. Default `user@host`. */
   actor?: string;
   /** This process's name in leases. Default `host:pid`. */
   owner?: string;
   /** Concurrent enqueues coalesced into one INSERT: statements in flight at once. Default 2. */
   enqueueBatchInFlight?: number;
+  /** Named roles: what a process with each role hosts. */
+  roles?: Record<string, RoleDefinition>;
+  /** The roles this process runs. Default: everything (all jobs, schedules, daemons). */
+  activeRoles?: string[];
+  /** Environment variables every process must have; start-up fails closed naming the missing ones. */
+  requiredEnv?: string[];
+  /** Fail start-up when the fleet would exceed the server's connections: `replicas` processes of this shape. */
+  budget?: { replicas?: number; maxConnectionsPerProcess?: number };
+  /** Register this process in the `processes` table (who runs what). Default true. */
+  registerProcess?: boolean;
+  /** Daemons (from defineDaemon): each runs on exactly one live process among those hosting it. */
+  daemons?: DaemonDefinition[];
+  /** Schedules (from defineSchedule): each tick enqueues its job exactly once across the fleet. */
+  schedules?: ScheduleDefinition[];
+  /** Redis for streams, `redis://…`. Default: REDIS_URL. Needed when streams or consumers are used. */
+  redisUrl?: string;
+  /** Streams (defineStream) this client publishes to by name. */
+  streams?: StreamDefinition[];
+  /** Stream consumers (defineConsumer), hosted by roles like jobs. */
+  consumers?: ConsumerDefinition[];
 }
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
@@ -89,8 +119,34 @@ const schema = z
     preparedStatements: z.boolean().optional(),
     logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function' && typeof (v as Logger).child === 'function', 'must be a pino logger (or one with info/warn/error/debug/child)').optional(),
     actor: z.string().min(1).max(200).optional(),
+    redact: z.array(z.string().min(1)).optional(),
+    logErrorMessages: z.boolean().optional(),
     owner: z.string().min(1).max(200).optional(),
     enqueueBatchInFlight: positiveInt(64).optional(),
+    roles: z
+      .record(
+        z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'role names are 1 to 64 letters, digits, _ . : -'),
+        z
+          .object({
+            jobs: z.array(z.string()).optional(),
+            queues: z.array(z.string().regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'not a valid queue name')).optional(),
+            schedules: z.array(z.string()).optional(),
+            daemons: z.array(z.string()).optional(),
+            consumers: z.array(z.string()).optional(),
+            requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
+          })
+          .strict(),
+      )
+      .optional(),
+    activeRoles: z.array(z.string()).optional(),
+    requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
+    budget: z.object({ replicas: positiveInt(10_000).optional(), maxConnectionsPerProcess: positiveInt(10_000).optional() }).strict().optional(),
+    registerProcess: z.boolean().optional(),
+    redisUrl: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
+    streams: z.array(z.custom<StreamDefinition>((v) => isStreamDefinition(v), 'must be created with defineStream')).optional(),
+    consumers: z.array(z.custom<ConsumerDefinition>((v) => isConsumerDefinition(v), 'must be created with defineConsumer')).optional(),
+    schedules: z.array(z.custom<ScheduleDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as ScheduleDefinition).name === 'string' && typeof (v as ScheduleDefinition).spec === 'string', 'must be created with defineSchedule')).optional(),
+    daemons: z.array(z.custom<DaemonDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as DaemonDefinition).name === 'string' && typeof (v as DaemonDefinition).run === 'function', 'must be created with defineDaemon')).optional(),
   })
   .strict();
 
@@ -115,9 +171,21 @@ export interface ResolvedOptions {
   listen: boolean;
   preparedStatements: boolean;
   logger: Logger | undefined;
+  redact: string[];
+  logErrorMessages: boolean;
   actor: string;
   owner: string;
   enqueueBatchInFlight: number;
+  roles: Record<string, RoleDefinition>;
+  activeRoles: string[] | undefined;
+  requiredEnv: string[];
+  budget: { replicas?: number; maxConnectionsPerProcess?: number } | undefined;
+  registerProcess: boolean;
+  daemons: DaemonDefinition[];
+  schedules: ScheduleDefinition[];
+  redisUrl: string | undefined;
+  streams: StreamDefinition[];
+  consumers: ConsumerDefinition[];
 }
 
 const KEYS = Object.keys(schema.shape);
@@ -138,6 +206,9 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
   if (o.databaseUrl && o.pool) issues.push({ path: 'pool', message: 'give databaseUrl or pool, not both' });
   const leaseMs = o.leaseMs ?? 30_000;
   const heartbeatMs = o.heartbeatMs ?? Math.min(10_000, Math.floor(leaseMs / 3));
+  // Redis is checked where it is needed (a process hosting consumers, a publish), so a process
+  // that only works the queue can load a config with streams without REDIS_URL.
+  const redisUrl = o.redisUrl ?? (process.env.REDIS_URL || undefined);
   if (heartbeatMs >= leaseMs) issues.push({ path: 'heartbeatMs', message: `must be below leaseMs (${leaseMs}); a third of it is a good value` });
   if (issues.length) throw new ConfigError('nightshift options', issues);
   let queues: Map<string, number> | undefined;
@@ -169,8 +240,20 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     listen: o.listen ?? true,
     preparedStatements: o.preparedStatements ?? true,
     logger: o.logger,
+    redact: o.redact ?? [],
+    logErrorMessages: o.logErrorMessages ?? false,
     actor: o.actor ?? `${user}@${hostname()}`,
     owner: o.owner ?? `${hostname()}:${process.pid}`,
     enqueueBatchInFlight: o.enqueueBatchInFlight ?? 2,
+    roles: o.roles ?? {},
+    activeRoles: o.activeRoles,
+    requiredEnv: o.requiredEnv ?? [],
+    budget: o.budget,
+    registerProcess: o.registerProcess ?? true,
+    daemons: o.daemons ?? [],
+    schedules: o.schedules ?? [],
+    redisUrl,
+    streams: o.streams ?? [],
+    consumers: o.consumers ?? [],
   });
 }

@@ -1,5 +1,4 @@
 import { Database } from '../db/database.js';
-import { Listener } from '../db/listener.js';
 import { assertMigrated, migrate, type MigrateResult } from '../db/migrator.js';
 import { createPool, type PoolHandle } from '../db/pool.js';
 import { kindRegister, settingPayloadLimit } from '../db/queues.js';
@@ -11,12 +10,26 @@ import { Enqueuer, type EnqueueManyOptions } from '../jobs/enqueuer.js';
 import { JobAdmin } from '../jobs/job-admin.js';
 import { JobRegistry } from '../jobs/job-registry.js';
 import type { PayloadSchema, SchemaInput } from '../jobs/standard-schema.js';
-import { PeriodicTask } from '../lifecycle/periodic.js';
 import { JobMaintenance, type Retention } from '../maintenance/job-maintenance.js';
 import { EventBus, type EventListener } from '../telemetry/events.js';
 import { createLogger, logEvents, type Logger } from '../telemetry/logger.js';
-import { Worker } from '../worker/worker.js';
 import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './client-options.js';
+import { ConfigError, MissingEnvError } from '../errors.js';
+import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
+import { listProcesses } from './process-registry.js';
+import { Host } from './host.js';
+import { jobLogList, jobLogStatements, type JobLogLine } from '../db/job-logs.js';
+import { StreamClient } from '../streams/stream-client.js';
+import type { StreamDefinition } from '../streams/define-stream.js';
+import type { StreamsDiagnosis } from '../streams/diagnose-streams.js';
+import { OpsServer } from './ops-server.js';
+import { NightshiftMetrics } from '../telemetry/metrics.js';
+import type { Registry } from 'prom-client';
+import { jobDepth, type DepthRow } from '../db/jobs-admin.js';
+import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type ScheduleTickRecord, type TriggerResult } from '../schedules/schedule-admin.js';
+import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
+import { assertBudget, connectionBudget, type BudgetReport } from './budget.js';
+import type { ProcessRow } from '../db/processes.js';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -24,15 +37,18 @@ import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './
  */
 export class Nightshift extends JobAdmin {
   readonly options: Readonly<ResolvedOptions>;
-  readonly events = new EventBus();
+  readonly events: EventBus;
   readonly logger: Logger;
   private readonly pool: PoolHandle;
   private readonly registry: JobRegistry;
   private readonly enqueuer: Enqueuer;
   private readonly maintenance: JobMaintenance;
-  private worker: Worker | undefined;
-  private listener: Listener | undefined;
-  private tasks: PeriodicTask[] = [];
+  private host: Host | undefined;
+  private metrics_: NightshiftMetrics | undefined;
+  private streamClient: StreamClient | undefined;
+  private ops: OpsServer | undefined;
+  private readonly schedules: ScheduleAdmin;
+  private plan_: RolePlan | undefined;
   private state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
   private unlog: () => void;
@@ -46,17 +62,46 @@ export class Nightshift extends JobAdmin {
       applicationName: `nightshift:${options.owner}`,
     });
     const database = new Database(pool, options.schema, options.preparedStatements);
-    super(database, options.actor);
+    const events = new EventBus();
+    super(database, options.actor, events);
+    this.events = events;
     this.options = options;
     this.pool = pool;
     this.registry = new JobRegistry(options.jobs);
-    this.logger = options.logger ?? createLogger();
-    this.unlog = logEvents(this.events, this.logger);
+    this.logger = options.logger ?? createLogger({ redact: options.redact });
+    this.unlog = logEvents(this.events, this.logger, { errorMessages: options.logErrorMessages });
     this.enqueuer = new Enqueuer(database, this.registry, options.maxPayloadBytes, this.events, {
       maxInFlight: options.enqueueBatchInFlight,
       maxBatch: 1_000,
     });
     this.maintenance = new JobMaintenance(database, this.events);
+    // Built now so duplicate schedule names and unknown kinds fail at construction.
+    this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: options.schedules, events: this.events, actor: options.actor });
+  }
+
+  /** Schedules with their timing, next runs, last tick and its job's outcome. */
+  listSchedules(options: { next?: number } = {}): Promise<ScheduleInfo[]> {
+    return this.schedules.listSchedules(options);
+  }
+
+  /** Runs a schedule's job now (a `manual` tick), with `payload` or the one the schedule builds; audited. */
+  triggerSchedule(name: string, payload?: unknown, options: ScheduleActorOptions = {}): Promise<TriggerResult> {
+    return this.schedules.triggerSchedule(name, payload, options);
+  }
+
+  /** A schedule's ticks, newest first, with what became of each. */
+  scheduleTicks(name: string, options: { limit?: number; before?: Date } = {}): Promise<ScheduleTickRecord[]> {
+    return this.schedules.scheduleTicks(name, options);
+  }
+
+  /** Stops a schedule from firing on every process until resumed (ticks due meanwhile never run); audited. */
+  pauseSchedule(name: string, options: ScheduleActorOptions = {}): Promise<boolean> {
+    return this.schedules.pauseSchedule(name, options);
+  }
+
+  /** Lets a paused schedule fire again, counting from now; audited. */
+  resumeSchedule(name: string, options: ScheduleActorOptions = {}): Promise<boolean> {
+    return this.schedules.resumeSchedule(name, options);
   }
 
   /** The schema this client uses. */
@@ -81,6 +126,11 @@ export class Nightshift extends JobAdmin {
     return this.enqueuer.enqueue(job as JobDefinition | string, payload, options);
   }
 
+  /** Enqueues a kind this client does not define, through the SQL function (the kind must be registered by some client). */
+  enqueueRegistered(kind: string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
+    return this.enqueuer.enqueueRegistered(kind, payload, options);
+  }
+
   /** Enqueues many jobs of one kind atomically (all or none). */
   enqueueMany<S extends PayloadSchema>(
     job: JobDefinition<S> | string,
@@ -96,64 +146,70 @@ export class Nightshift extends JobAdmin {
   }
 
   /**
-   * Starts working: checks the schema, registers kinds, then claims and runs jobs of this client's
-   * kinds from its queues, listens for wake-ups, and runs maintenance. With no jobs it only
-   * enqueues and operates.
+   * Starts working for the roles of this process (all of them when none are given): checks the
+   * roles, the required environment, the schema and the connection budget, registers kinds, then
+   * runs the worker (jobs of the planned kinds and queues, with wake-ups), daemons, leader-elected
+   * maintenance and the process registry. With no jobs it only enqueues and operates.
    */
   async start(): Promise<void> {
     if (this.state === 'stopping' || this.state === 'stopped') throw new StoppedError('start');
     if (this.state !== 'idle') return;
     this.state = 'starting';
     try {
-      await assertMigrated(this.pool.pool, this.database.schema);
-      await this.register();
       const o = this.options;
-      const kinds = this.registry.kinds();
-      const queues = o.queues ?? new Map(this.registry.all().map((d) => [d.queue, Infinity]));
-      if (kinds.length > 0 && queues.size > 0) {
-        this.worker = new Worker(
-          this.database,
-          this.registry,
-          this.enqueuer,
-          {
-            owner: o.owner,
-            concurrency: o.concurrency,
-            queues,
-            kinds,
-            leaseMs: o.leaseMs,
-            heartbeatMs: o.heartbeatMs,
-            minPollMs: Math.min(50, o.pollIntervalMs),
-            maxPollMs: o.pollIntervalMs,
-            prefetch: o.prefetch,
-            deleteCompleted: o.retention.completed === 0,
-            shutdownGraceMs: o.shutdownGraceMs,
-            abortGraceMs: Math.min(5_000, Math.max(500, o.shutdownGraceMs / 5)),
-          },
-          this.events,
-          this.logger,
-        );
+      const plan = this.planRoles();
+      const missing = missingEnv(plan, process.env);
+      if (missing.length) throw new MissingEnvError(missing);
+      await assertMigrated(this.pool.pool, this.database.schema);
+      if (o.budget) {
+        await assertBudget(this.pool.pool, {
+          pool: o.maxConnections,
+          listener: o.listen,
+          replicas: o.budget.replicas ?? 1,
+          ...(o.budget.maxConnectionsPerProcess !== undefined ? { maxPerProcess: o.budget.maxConnectionsPerProcess } : {}),
+        });
       }
-      if (this.worker && o.listen) await this.startListener();
-      this.worker?.start();
-      if (o.maintenance) this.startMaintenance();
+      await this.register();
+      this.host = new Host(
+        {
+          database: this.database,
+          registry: this.registry,
+          enqueuer: this.enqueuer,
+          maintenance: this.maintenance,
+          events: this.events,
+          logger: this.logger,
+          options: o,
+          daemons: o.daemons,
+          schedules: o.schedules,
+          consumers: o.consumers,
+        },
+        plan,
+      );
+      await this.host.start();
       this.state = 'running';
     } catch (err) {
       this.state = 'idle';
-      await this.stopParts();
+      await this.host?.stop();
+      this.host = undefined;
       throw err;
     }
   }
 
   /**
-   * Stops: no new claims, running jobs finish within `shutdownGraceMs` or are handed back,
-   * coalesced enqueues settle, and the pool closes (unless it is yours). Safe before start and twice.
+   * Stops: no new claims, running jobs finish within `shutdownGraceMs` or are handed back, daemons
+   * release their leases, coalesced enqueues settle, and the pool closes (unless it is yours).
+   * Safe before start and twice.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.state = 'stopping';
-      await this.stopParts();
+      await this.host?.stop();
       this.enqueuer.stopped = true;
       await this.enqueuer.drain();
+      await this.streamClient?.stop();
+      // Last: /readyz answers 503 while the process drains, until the very end.
+      await this.ops?.stop();
+      this.metrics_?.close();
       this.unlog();
       await this.pool.close();
       this.state = 'stopped';
@@ -173,77 +229,139 @@ export class Nightshift extends JobAdmin {
 
   /** Jobs whose lease this process holds right now. */
   get runningCount(): number {
-    return this.worker?.running ?? 0;
+    return this.host?.runningJobs ?? 0;
   }
 
   /** Queues this process claims from (empty before start or with no jobs). */
   get workedQueues(): string[] {
-    return this.worker?.queues ?? [];
+    return this.host?.queues ?? [];
   }
 
   /** Whether the wake-up listener is connected (false when not listening). */
   get listening(): boolean {
-    return this.listener?.connected ?? false;
+    return this.host?.listening ?? false;
   }
 
   /** Drops the listener's connection as a network fault would (for fault tests). */
   dropListenerConnection(): void {
-    this.listener?.dropConnection();
+    this.host?.dropListenerConnection();
+  }
+
+  /** What this process hosts for its roles (validated: an unknown role throws NS_UNKNOWN_ROLE). */
+  planRoles(): RolePlan {
+    this.plan_ ??= planRoles(
+      {
+        jobs: this.registry.all().map((d) => ({ kind: d.kind, queue: d.queue, requiredEnv: d.requiredEnv ?? [] })),
+        schedules: this.options.schedules.map((sc) => sc.name),
+        daemons: this.options.daemons.map((d) => ({ name: d.name, requiredEnv: d.requiredEnv })),
+        consumers: this.options.consumers.map((c) => c.name),
+        requiredEnv: this.options.requiredEnv,
+      },
+      this.options.roles,
+      this.options.activeRoles,
+    );
+    return this.plan_;
+  }
+
+  /** Live processes of the fleet: host, pid, roles, version, what they host, last seen. */
+  listProcesses(): Promise<ProcessRow[]> {
+    return listProcesses(this.database);
+  }
+
+  /** Connections one process of this shape (pool + listener) and `replicas` of them need, against the server. */
+  connectionBudget(options: { replicas?: number } = {}): Promise<BudgetReport> {
+    return connectionBudget(this.pool.pool, { pool: this.options.maxConnections, listener: this.options.listen, replicas: options.replicas ?? 1 });
+  }
+
+  /**
+   * Prometheus metrics of this client (created on first call): counters and histograms per kind
+   * and queue from the event stream, queue depth and age, pool and leadership read at scrape time.
+   * Pass your registry to merge them into yours.
+   */
+  metrics(options: { registry?: Registry; prefix?: string } = {}): NightshiftMetrics {
+    if (this.metrics_) return this.metrics_;
+    let cache: { at: number; rows: Promise<DepthRow[]> } | undefined;
+    const depth = () => {
+      // Scrapes from several Prometheus servers within a few seconds share one query.
+      if (!cache || Date.now() - cache.at > 5_000) cache = { at: Date.now(), rows: jobDepth(this.pool.pool, this.database.admin) };
+      return cache.rows;
+    };
+    this.metrics_ = new NightshiftMetrics(
+      this.events,
+      {
+        queues: async () => (await depth()).map((r) => ({ queue: r.queue, state: r.state, count: r.count, oldestAvailableSeconds: r.oldest_available_seconds })),
+        pool: () => this.pool.stats(),
+        leadership: () => this.host?.leadership() ?? [],
+      },
+      options,
+    );
+    return this.metrics_;
+  }
+
+  /**
+   * Publishes to a stream (`XADD <stream> * payload <json>`, trace context in its own field), after
+   * validating the payload against the stream's schema; nothing is written when it does not match.
+   */
+  publish<S extends PayloadSchema>(stream: StreamDefinition<S> | string, payload: SchemaInput<S>): Promise<{ id: string }> {
+    return this.streams().publish(stream, payload);
+  }
+
+  /** Per stream: length, groups, consumers, pending and oldest pending age, lag, dead letters, and a status in words. */
+  diagnoseStreams(options: { stalledAfterMs?: number } = {}): Promise<StreamsDiagnosis> {
+    return this.streams().diagnose({ streams: this.options.streams, consumers: this.options.consumers, ...options });
+  }
+
+  private streams(): StreamClient {
+    if (this.state === 'stopping' || this.state === 'stopped') throw new StoppedError('streams');
+    if (!this.options.redisUrl) {
+      throw new ConfigError('nightshift options', [{ path: 'redisUrl', message: 'streams need Redis: give redisUrl or set REDIS_URL' }]);
+    }
+    this.streamClient ??= new StreamClient({ redisUrl: this.options.redisUrl, streams: this.options.streams, events: this.events, owner: this.options.owner });
+    return this.streamClient;
+  }
+
+  /** What a job's handler logged with `ctx.log`, by attempt (bounded per attempt; deleted with the job). */
+  async jobLogs(id: string, options: { limit?: number } = {}): Promise<JobLogLine[]> {
+    await this.getJob(id);
+    return jobLogList(this.pool.pool, jobLogStatements(this.database.statements), id, Math.min(Math.max(1, options.limit ?? 1_000), 10_000));
+  }
+
+  /** Whether this client is started and not stopping: what `/readyz` reports. */
+  get ready(): boolean {
+    return this.state === 'running';
+  }
+
+  /** Serves `/metrics`, `/healthz` and `/readyz` on `port` (127.0.0.1 unless `host` says otherwise) until stop(). */
+  async serveOps(options: { port: number; host?: string }): Promise<{ host: string; port: number }> {
+    if (!this.ops) {
+      const metrics = this.metrics();
+      this.ops = new OpsServer(
+        {
+          metrics: () => metrics.text(),
+          ready: () => this.ready,
+          status: () => ({ state: this.state, queues: this.workedQueues, running: this.runningCount }),
+        },
+        options.port,
+        options.host,
+      );
+      await this.ops.start();
+    }
+    return this.ops.address!;
+  }
+
+  /** Current leader leases (daemons, maintenance, singletons): holder, token, expiry. */
+  listLeases(options: { prefix?: string } = {}): Promise<LeaseInfo[]> {
+    return listLeases(this.database, options);
+  }
+
+  /** This process's id in the process registry (after start). */
+  get processId(): string | undefined {
+    return this.host?.processId;
   }
 
   private async register(): Promise<void> {
     await kindRegister(this.pool.pool, this.database.queues, this.registry.kindRows());
     await settingPayloadLimit(this.pool.pool, this.database.queues, this.options.maxPayloadBytes);
-  }
-
-  private async startListener(): Promise<void> {
-    const worker = this.worker!;
-    const { jobs, control } = this.database.channels;
-    const poolOptions = (this.pool.pool as unknown as { options?: Record<string, unknown> }).options;
-    this.listener = new Listener(
-      {
-        ...(this.options.databaseUrl ? { connectionString: this.options.databaseUrl } : { clientConfig: poolOptions ?? {} }),
-        channels: [jobs, control],
-        healthCheckMs: 15_000,
-        maxReconnectDelayMs: 5_000,
-        applicationName: `nightshift:${this.options.owner}`,
-      },
-      {
-        onNotify: (channel, payload) => {
-          if (channel === jobs) worker.wake(payload);
-          else if (payload.startsWith('cancel:')) worker.cancelled(payload.slice(7));
-          else if (payload.startsWith('resume:')) worker.wake(payload.slice(7));
-        },
-        onConnected: () => {
-          this.events.emit({ type: 'listener.connected' });
-          worker.wake();
-        },
-        onLost: (error) => this.events.emit({ type: 'listener.lost', error: error.message }),
-      },
-    );
-    await this.listener.start();
-  }
-
-  private startMaintenance(): void {
-    const onError = (task: string) => (err: unknown) =>
-      this.events.emit({ type: 'worker.error', where: `maintenance ${task}`, error: err instanceof Error ? err.message : String(err) });
-    const every = this.options.maintenanceIntervalMs;
-    const report = (task: string) => (count: number) => {
-      if (count > 0) this.events.emit({ type: 'maintenance.ran', task, count });
-    };
-    this.tasks = [
-      new PeriodicTask('rescue', every, () => this.maintenance.rescue().then(report('rescue')), onError('rescue')),
-      new PeriodicTask('expire', every, () => this.maintenance.expire().then(report('expire')), onError('expire')),
-      new PeriodicTask('prune', Math.max(every, 60_000), () => this.maintenance.prune(this.options.retention), onError('prune')),
-    ];
-    for (const t of this.tasks) t.start();
-  }
-
-  private async stopParts(): Promise<void> {
-    await Promise.all(this.tasks.map((t) => t.stop()));
-    this.tasks = [];
-    await this.worker?.stop();
-    await this.listener?.stop();
   }
 }
 

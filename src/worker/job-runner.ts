@@ -5,7 +5,7 @@ import { JobTimeoutError, LeaseLostError } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import { decideFailure } from '../jobs/failure-policy.js';
-import { JobControl } from '../jobs/job-control.js';
+import { isJobControl } from '../jobs/job-control.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import { parsePayload } from '../jobs/payload.js';
 import type { EventBus } from '../telemetry/events.js';
@@ -88,9 +88,9 @@ export class JobRunner {
       handlerDone();
     }
     if (job.finished) return 'recorded';
-    if (job.cause === 'shutdown' && (threw || result instanceof JobControl)) return 'interrupted';
+    if (job.cause === 'shutdown' && (threw || isJobControl(result))) return 'interrupted';
     job.finished = true;
-    if (threw || result instanceof JobControl) await this.fail(job, def, threw ? error : result, 'error');
+    if (threw || isJobControl(result)) await this.fail(job, def, threw ? error : result, 'error');
     else await this.complete(job);
     return 'recorded';
   }

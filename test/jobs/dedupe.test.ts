@@ -38,7 +38,8 @@ describe('dedupe keys', () => {
         if (v === 201) await gate;
       },
     });
-    const ns = t.client({ jobs: [slow] });
+    // One slot, held by the first job while it runs, so the follow-up stays pending.
+    const ns = t.client({ jobs: [slow], concurrency: 1 });
     const first = await ns.enqueue(slow, { v: 201 }, { dedupeKey: 'k2' });
     await ns.start();
     await waitFor('the first job to run', () => started.includes(201));

@@ -17,9 +17,9 @@ export interface Proc {
 }
 
 /** Starts `node --import tsx <script> ...args` from the repository root with extra env. */
-export function startScript(script: string, env: Record<string, string>, args: string[] = []): Proc {
+export function startScript(script: string, env: Record<string, string>, args: string[] = [], cwd = ROOT): Proc {
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

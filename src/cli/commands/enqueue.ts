@@ -1,0 +1,63 @@
+import type { Command } from 'commander';
+import type { EnqueueOptions } from '../../jobs/enqueue-options.js';
+import { cliContext, withClient, type GlobalOptions } from '../context.js';
+import { intFlag, jsonFlag } from '../parse.js';
+import { json, out } from '../output.js';
+import { UsageError } from '../exit-codes.js';
+
+interface EnqueueFlags {
+  payload?: string;
+  runAt?: string;
+  delayMs?: string;
+  priority?: string;
+  queue?: string;
+  maxAttempts?: string;
+  dedupeKey?: string;
+  debounceMs?: string;
+  expiresAt?: string;
+  maxAgeMs?: string;
+  json?: boolean;
+}
+
+/**
+ * `nightshift enqueue <kind> --payload JSON`: validates the payload against the kind's schema when
+ * the config defines the kind; otherwise enqueues through the SQL function, which knows every kind
+ * a client has registered.
+ */
+export function registerEnqueue(program: Command): void {
+  program
+    .command('enqueue <kind>')
+    .description('enqueue one job')
+    .option('--payload <json>', 'the payload as JSON', '{}')
+    .option('--run-at <iso>', 'run at this time (ISO-8601 with a zone, e.g. 2026-01-31T12:00:00Z)')
+    .option('--delay-ms <n>', 'run after this many milliseconds')
+    .option('--priority <n>', 'lower runs first, -1000..1000')
+    .option('--queue <name>', 'queue (default: the kind\'s)')
+    .option('--max-attempts <n>', 'attempts before it is discarded')
+    .option('--dedupe-key <key>', 'at most one pending job with this key')
+    .option('--debounce-ms <n>', 'with --dedupe-key: move the pending job to now + n ms')
+    .option('--expires-at <iso>', 'not run if not started by then')
+    .option('--max-age-ms <n>', 'not run if not started within n ms')
+    .option('--json', 'print JSON')
+    .action(async (kind: string, f: EnqueueFlags, cmd: Command) => {
+      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
+      const payload = jsonFlag('payload', f.payload);
+      const options: EnqueueOptions = {
+        ...(f.runAt !== undefined ? { runAt: f.runAt } : {}),
+        ...(f.delayMs !== undefined ? { delayMs: intFlag('delay-ms', f.delayMs)! } : {}),
+        ...(f.priority !== undefined ? { priority: intFlag('priority', f.priority)! } : {}),
+        ...(f.queue !== undefined ? { queue: f.queue } : {}),
+        ...(f.maxAttempts !== undefined ? { maxAttempts: intFlag('max-attempts', f.maxAttempts)! } : {}),
+        ...(f.dedupeKey !== undefined ? { dedupeKey: f.dedupeKey } : {}),
+        ...(f.debounceMs !== undefined ? { debounceMs: intFlag('debounce-ms', f.debounceMs)! } : {}),
+        ...(f.expiresAt !== undefined ? { expiresAt: f.expiresAt } : {}),
+        ...(f.maxAgeMs !== undefined ? { maxAgeMs: intFlag('max-age-ms', f.maxAgeMs)! } : {}),
+      };
+      if (!kind.trim()) throw new UsageError('the kind must not be empty');
+      const result = await withClient(ctx, (ns) =>
+        ctx.loaded.config.jobs?.some((j) => j.kind === kind) ? ns.enqueue(kind, payload as never, options) : ns.enqueueRegistered(kind, payload, options),
+      );
+      if (f.json) json(result);
+      else out(result.deduped ? `job ${result.id} (deduped: a pending job with that key absorbed it)` : `job ${result.id} enqueued`);
+    });
+}

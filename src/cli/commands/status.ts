@@ -1,0 +1,68 @@
+import type { Command } from 'commander';
+import { cliContext, withClient, type GlobalOptions } from '../context.js';
+import { intFlag } from '../parse.js';
+import { age, json, out, table } from '../output.js';
+import { UsageError } from '../exit-codes.js';
+
+/** `nightshift workers`, `stats`, `budget` and `audit`: read-only views. */
+export function registerStatus(program: Command): void {
+  program
+    .command('workers')
+    .description('live processes: host, pid, roles, version, last seen')
+    .option('--json', 'print JSON')
+    .action(async (f: { json?: boolean }, cmd: Command) => {
+      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
+      const list = await withClient(ctx, (ns) => ns.listProcesses());
+      if (f.json) return json(list);
+      out(
+        table(
+          ['id', 'host', 'pid', 'roles', 'version', 'started', 'last seen', 'queues'],
+          list.map((p) => [p.id, p.host, p.pid, p.roles.join(','), p.version, age(Date.now() - p.started_at.getTime()), `${age(p.age_s * 1000)} ago`, ((p.info.queues as string[] | undefined) ?? []).join(',')]),
+        ),
+      );
+    });
+
+  program
+    .command('stats')
+    .description('job counts per queue, kind and state')
+    .option('--json', 'print JSON')
+    .action(async (f: { json?: boolean }, cmd: Command) => {
+      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
+      const stats = await withClient(ctx, (ns) => ns.stats());
+      if (f.json) return json(stats);
+      out(table(['queue', 'kind', 'state', 'count', 'oldest waiting'], stats.map((s) => [s.queue, s.kind, s.state, s.count, s.oldest_available ? age(Date.now() - s.oldest_available.getTime()) : ''])));
+    });
+
+  program
+    .command('budget')
+    .description("connections one process and the fleet need, against the server's max_connections")
+    .option('--replicas <n>', 'processes in the fleet', '1')
+    .option('--json', 'print JSON')
+    .action(async (f: { replicas: string; json?: boolean }, cmd: Command) => {
+      const replicas = intFlag('replicas', f.replicas)!;
+      if (replicas < 1) throw new UsageError('--replicas must be at least 1');
+      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
+      // The budget of a worker process as the config defines it (not of this short-lived CLI client).
+      const worker = ctx.client({ worker: true });
+      const report = await worker.connectionBudget({ replicas }).finally(() => worker.stop());
+      if (f.json) return json(report);
+      out(`per process: ${report.perProcess.total} (shared pool ${report.perProcess.pool} + listener ${report.perProcess.listener})`);
+      out(`fleet of ${replicas}: ${report.fleet}`);
+      out(`server: max_connections ${report.server.maxConnections} − ${report.server.reserved} reserved = ${report.server.available} (in use now: ${report.server.inUse})`);
+      out(report.ok ? `ok: ${report.headroom} connections to spare` : `OVER BUDGET by ${-report.headroom}: lower maxConnections or replicas, or raise max_connections`);
+      if (!report.ok) process.exitCode = 1;
+    });
+
+  program
+    .command('audit')
+    .description('manual actions: who, what, why, when')
+    .option('--target <target>', 'e.g. job:42 or queue:mail')
+    .option('--limit <n>', 'at most n entries', '50')
+    .option('--json', 'print JSON')
+    .action(async (f: { target?: string; limit: string; json?: boolean }, cmd: Command) => {
+      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
+      const list = await withClient(ctx, (ns) => ns.listAudit({ ...(f.target ? { target: f.target } : {}), limit: intFlag('limit', f.limit)! }));
+      if (f.json) return json(list);
+      out(table(['at', 'actor', 'action', 'target', 'reason'], list.map((a) => [a.at, a.actor, a.action, a.target, a.reason])));
+    });
+}

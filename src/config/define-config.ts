@@ -1,0 +1,205 @@
+import { ConfigError, closest, type Issue } from '../errors.js';
+import type { JobDefinition } from '../jobs/define-job.js';
+import type { DaemonDefinition } from '../leadership/define-daemon.js';
+import type { ScheduleDefinition } from '../schedules/define-schedule.js';
+import type { StreamDefinition } from '../streams/define-stream.js';
+import type { ConsumerDefinition } from '../streams/define-consumer.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { RoleDefinition } from '../roles/role-plan.js';
+import { resolveOptions, type NightshiftOptions } from '../runtime/client-options.js';
+import type { Retention } from '../maintenance/job-maintenance.js';
+
+/** The application: what a `nightshift.config.ts` default-exports. */
+export interface NightshiftConfig {
+  database?: {
+    /** Default: `DATABASE_URL` (the CLI also takes `--database-url`). Keep secrets out of the file. */
+    url?: string;
+    /** Default `nightshift`. */
+    schema?: string;
+    /** Connections in this process's shared pool. Default 10. */
+    maxConnections?: number;
+    preparedStatements?: boolean;
+    /** Fail start-up when `replicas` processes would exceed the server's connections. */
+    budget?: { replicas?: number; maxConnectionsPerProcess?: number };
+  };
+  jobs?: JobDefinition[];
+  /** Daemons (defineDaemon): each runs on exactly one live process among those hosting it. */
+  daemons?: DaemonDefinition[];
+  /** Schedules (defineSchedule): cron or interval, each tick run exactly once across the fleet. */
+  schedules?: ScheduleDefinition[];
+  /** Redis for streams. `url` defaults to REDIS_URL; keep credentials out of the file. */
+  redis?: { url?: string };
+  /** Streams (defineStream) published to by name. */
+  streams?: StreamDefinition[];
+  /** Stream consumers (defineConsumer), hosted by roles like jobs. */
+  consumers?: ConsumerDefinition[];
+  roles?: Record<string, RoleDefinition>;
+  worker?: {
+    concurrency?: number;
+    queues?: string[] | Record<string, { concurrency?: number }>;
+    leaseMs?: number;
+    heartbeatMs?: number;
+    pollIntervalMs?: number;
+    shutdownGraceMs?: number;
+    maintenanceIntervalMs?: number;
+    retention?: Retention;
+  };
+  /** Environment variables every process needs (start-up fails closed without them). */
+  requiredEnv?: string[];
+  maxPayloadBytes?: number;
+  logger?: Logger;
+}
+
+const TOP = ['database', 'jobs', 'schedules', 'daemons', 'redis', 'streams', 'consumers', 'roles', 'worker', 'requiredEnv', 'maxPayloadBytes', 'logger'];
+const DATABASE = ['url', 'schema', 'maxConnections', 'preparedStatements', 'budget'];
+const WORKER = ['concurrency', 'queues', 'leaseMs', 'heartbeatMs', 'pollIntervalMs', 'shutdownGraceMs', 'maintenanceIntervalMs', 'retention'];
+const ROLE = ['jobs', 'queues', 'schedules', 'daemons', 'consumers', 'requiredEnv'];
+
+function unknownKeys(obj: unknown, known: string[], prefix: string, issues: Issue[]): void {
+  if (typeof obj !== 'object' || obj === null) return;
+  for (const key of Object.keys(obj)) {
+    if (known.includes(key)) continue;
+    const best = closest(key, known);
+    issues.push({ path: prefix ? `${prefix}.${key}` : key, message: best ? `unknown key; did you mean "${best}"?` : `unknown key; known keys: ${known.join(', ')}` });
+  }
+}
+
+function refs(names: unknown, known: string[], path: string, what: string, issues: Issue[]): void {
+  if (names === undefined) return;
+  if (!Array.isArray(names)) {
+    issues.push({ path, message: `must be an array of ${what} names` });
+    return;
+  }
+  names.forEach((n, i) => {
+    if (typeof n !== 'string' || !known.includes(n)) {
+      const best = typeof n === 'string' ? closest(n, known) : undefined;
+      issues.push({
+        path: `${path}.${i}`,
+        message: `unknown ${what} "${String(n)}"${best ? `; did you mean "${best}"?` : known.length ? `; defined: ${known.join(', ')}` : `; no ${what} is defined`}`,
+      });
+    }
+  });
+}
+
+/**
+ * Declares the application: jobs, roles, database and worker settings (schedules, daemons and
+ * streams join them as those modules land). Validates the whole config at once — every problem,
+ * with its path and a did-you-mean — and returns it frozen.
+ */
+export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfig> {
+  const issues: Issue[] = [];
+  if (typeof config !== 'object' || config === null) throw new ConfigError('config', [{ path: '', message: 'the default export must be defineConfig({ ... })' }]);
+  unknownKeys(config, TOP, '', issues);
+  unknownKeys(config.database, DATABASE, 'database', issues);
+  unknownKeys(config.worker, WORKER, 'worker', issues);
+  const kinds: string[] = [];
+  (config.jobs ?? []).forEach((j, i) => {
+    if (typeof j !== 'object' || j === null || typeof j.kind !== 'string' || typeof j.run !== 'function') {
+      issues.push({ path: `jobs.${i}`, message: 'must be a job created with defineJob' });
+      return;
+    }
+    if (kinds.includes(j.kind)) issues.push({ path: `jobs.${i}`, message: `kind "${j.kind}" is defined twice` });
+    kinds.push(j.kind);
+  });
+  const daemons: string[] = [];
+  (config.daemons ?? []).forEach((d, i) => {
+    if (typeof d !== 'object' || d === null || typeof d.name !== 'string' || typeof d.run !== 'function') {
+      issues.push({ path: `daemons.${i}`, message: 'must be a daemon created with defineDaemon' });
+      return;
+    }
+    if (daemons.includes(d.name)) issues.push({ path: `daemons.${i}`, message: `daemon "${d.name}" is defined twice` });
+    daemons.push(d.name);
+  });
+  const schedules: string[] = [];
+  (config.schedules ?? []).forEach((sc, i) => {
+    if (typeof sc !== 'object' || sc === null || typeof sc.name !== 'string' || typeof sc.spec !== 'string') {
+      issues.push({ path: `schedules.${i}`, message: 'must be a schedule created with defineSchedule' });
+      return;
+    }
+    if (schedules.includes(sc.name)) issues.push({ path: `schedules.${i}`, message: `schedule "${sc.name}" is defined twice` });
+    schedules.push(sc.name);
+    if (typeof sc.kind === 'string' && !kinds.includes(sc.kind) && typeof sc.job === 'string') {
+      const best = closest(sc.kind, kinds);
+      issues.push({ path: `schedules.${i}.job`, message: `unknown job kind "${sc.kind}"${best ? `; did you mean "${best}"?` : ''}` });
+    }
+  });
+  unknownKeys(config.redis, ['url'], 'redis', issues);
+  const consumers: string[] = [];
+  (config.consumers ?? []).forEach((c, i) => {
+    if (typeof c !== 'object' || c === null || typeof c.name !== 'string') {
+      issues.push({ path: `consumers.${i}`, message: 'must be a consumer created with defineConsumer' });
+      return;
+    }
+    if (consumers.includes(c.name)) issues.push({ path: `consumers.${i}`, message: `consumer "${c.name}" is defined twice` });
+    consumers.push(c.name);
+  });
+  for (const [name, role] of Object.entries(config.roles ?? {})) {
+    unknownKeys(role, ROLE, `roles.${name}`, issues);
+    refs(role?.consumers, consumers, `roles.${name}.consumers`, 'consumer', issues);
+    refs(role?.jobs, kinds, `roles.${name}.jobs`, 'job kind', issues);
+    refs(role?.daemons, daemons, `roles.${name}.daemons`, 'daemon', issues);
+    refs(role?.schedules, schedules, `roles.${name}.schedules`, 'schedule', issues);
+  }
+  if (issues.length) throw new ConfigError('config', issues);
+  // The client options carry their own checks (types, ranges); run them now, not at start-up,
+  // and report each problem under its path in the config file.
+  try {
+    resolveOptions(toClientOptions(config, { databaseUrl: config.database?.url ?? 'postgres://validation-only/' }));
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    throw new ConfigError(
+      'config',
+      err.issues.map((i) => ({ ...i, path: configPath(i.path) })),
+    );
+  }
+  return Object.freeze(config);
+}
+
+const WHERE: Record<string, string> = {
+  databaseUrl: 'database.url',
+  schema: 'database.schema',
+  maxConnections: 'database.maxConnections',
+  preparedStatements: 'database.preparedStatements',
+  budget: 'database.budget',
+  redisUrl: 'redis.url',
+};
+
+function configPath(clientPath: string): string {
+  const [head, ...rest] = clientPath.split('.');
+  if (head === undefined) return clientPath;
+  const mapped = WHERE[head] ?? (WORKER.includes(head) ? `worker.${head}` : head);
+  return [mapped, ...rest].join('.');
+}
+
+/** Turns a config into client options for a process. */
+export function toClientOptions(config: NightshiftConfig, o: { databaseUrl: string; roles?: string[] }): NightshiftOptions {
+  const w = config.worker ?? {};
+  const d = config.database ?? {};
+  const options: NightshiftOptions = {
+    databaseUrl: o.databaseUrl,
+    ...(d.schema !== undefined ? { schema: d.schema } : {}),
+    ...(d.maxConnections !== undefined ? { maxConnections: d.maxConnections } : {}),
+    ...(d.preparedStatements !== undefined ? { preparedStatements: d.preparedStatements } : {}),
+    ...(d.budget !== undefined ? { budget: d.budget } : {}),
+    jobs: config.jobs ?? [],
+    daemons: config.daemons ?? [],
+    schedules: config.schedules ?? [],
+    ...(config.streams ? { streams: config.streams } : {}),
+    ...(config.consumers ? { consumers: config.consumers } : {}),
+    ...(config.redis?.url ? { redisUrl: config.redis.url } : {}),
+    roles: config.roles ?? {},
+    ...(o.roles ? { activeRoles: o.roles } : {}),
+    ...(config.requiredEnv ? { requiredEnv: config.requiredEnv } : {}),
+    ...(config.maxPayloadBytes !== undefined ? { maxPayloadBytes: config.maxPayloadBytes } : {}),
+    ...(config.logger ? { logger: config.logger } : {}),
+    ...(w.concurrency !== undefined ? { concurrency: w.concurrency } : {}),
+    ...(w.queues !== undefined ? { queues: w.queues } : {}),
+    ...(w.leaseMs !== undefined ? { leaseMs: w.leaseMs } : {}),
+    ...(w.heartbeatMs !== undefined ? { heartbeatMs: w.heartbeatMs } : {}),
+    ...(w.pollIntervalMs !== undefined ? { pollIntervalMs: w.pollIntervalMs } : {}),
+    ...(w.shutdownGraceMs !== undefined ? { shutdownGraceMs: w.shutdownGraceMs } : {}),
+    ...(w.maintenanceIntervalMs !== undefined ? { maintenanceIntervalMs: w.maintenanceIntervalMs } : {}),
+    ...(w.retention !== undefined ? { retention: w.retention } : {}),
+  };
+  return options;
+}

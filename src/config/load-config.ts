@@ -1,0 +1,43 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ConfigError, isNightshiftError } from '../errors.js';
+import { defineConfig, type NightshiftConfig } from './define-config.js';
+
+/** Config file names looked for in the working directory, in order. */
+export const CONFIG_FILES = ['nightshift.config.ts', 'nightshift.config.mts', 'nightshift.config.js', 'nightshift.config.mjs'];
+
+/** A loaded config and where it came from. */
+export interface LoadedConfig {
+  path: string | undefined;
+  config: Readonly<NightshiftConfig>;
+}
+
+/**
+ * Loads the config: `explicit` (`--config`) or the first of {@link CONFIG_FILES} in `cwd`.
+ * TypeScript files load without a build step (through tsx). The default export must be
+ * `defineConfig({...})` (a plain object is validated the same way). No file: an empty config,
+ * unless one was asked for by name.
+ */
+export async function loadConfig(explicit: string | undefined, cwd = process.cwd()): Promise<LoadedConfig> {
+  const path = explicit ? resolve(cwd, explicit) : CONFIG_FILES.map((f) => resolve(cwd, f)).find((f) => existsSync(f));
+  if (!path) return { path: undefined, config: defineConfig({}) };
+  if (!existsSync(path)) throw new ConfigError('config file', [{ path: explicit ?? path, message: `no such file: ${path}` }]);
+  let mod: { default?: unknown };
+  try {
+    if (/\.[mc]?ts$/.test(path)) {
+      const { tsImport } = await import('tsx/esm/api');
+      mod = (await tsImport(pathToFileURL(path).href, import.meta.url)) as { default?: unknown };
+    } else {
+      mod = (await import(pathToFileURL(path).href)) as { default?: unknown };
+    }
+  } catch (err) {
+    if (isNightshiftError(err)) throw err;
+    throw new ConfigError(`config file ${path}`, [{ path: '', message: `could not be loaded: ${err instanceof Error ? err.message : String(err)}` }]);
+  }
+  const value = (mod.default as { default?: unknown } | undefined)?.default ?? mod.default;
+  if (typeof value !== 'object' || value === null) {
+    throw new ConfigError(`config file ${path}`, [{ path: 'default', message: 'must default-export defineConfig({ ... })' }]);
+  }
+  return { path, config: defineConfig(value as NightshiftConfig) };
+}

@@ -1,0 +1,115 @@
+import { run, runCount, type Executor } from './executor.js';
+import type { StatementSet } from './statements.js';
+
+/** A lease as stored: who holds a name, under which fencing token, until when (database clock). */
+export interface LeaseRow {
+  name: string;
+  holder: string;
+  /** The fencing token of the current (or last) term, as a decimal string (bigint). */
+  token: string;
+  expires_at: Date;
+  acquired_at: Date;
+  renewed_at: Date;
+  /** True when `expires_at` has passed by the database clock: nobody holds the name now. */
+  expired: boolean;
+}
+
+/** The term a successful acquisition started. */
+export interface AcquiredLease {
+  token: string;
+  expires_at: Date;
+}
+
+/**
+ * Lease statements of one schema. Every change is one statement and every one after an
+ * acquisition names the token, so a holder whose term ended (expired, taken over) changes nothing.
+ */
+export function leaseStatements(set: StatementSet) {
+  return {
+    // Acquire in one atomic statement: insert the row, or take it over when it has expired — or
+    // when it still carries this elector's own last token (its renewal was lost in flight, it
+    // stepped down, and may start a new term at once). Either way the term gets a fresh token from
+    // the sequence, so writes fenced by any earlier token are refused from now on.
+    // ON CONFLICT DO UPDATE locks the existing row and evaluates WHERE on its newest version: two
+    // contenders never both win, and a takeover waits for a fenced transaction that share-locks it.
+    acquire: set.named(
+      'lease_acquire',
+      (s) => `
+INSERT INTO ${s}.leases AS l (name, holder, token, expires_at, acquired_at, renewed_at)
+VALUES ($1, $2, nextval('${s}.leader_token_seq'), now() + $3::float8 * interval '1 millisecond', now(), now())
+ON CONFLICT (name) DO UPDATE SET
+  holder = EXCLUDED.holder, token = EXCLUDED.token, expires_at = EXCLUDED.expires_at,
+  acquired_at = EXCLUDED.acquired_at, renewed_at = EXCLUDED.renewed_at
+WHERE l.expires_at <= now() OR (l.holder = EXCLUDED.holder AND l.token = $4::bigint)
+RETURNING l.token::text, l.expires_at`,
+    ),
+    // Renew only the term we hold and only while it is unexpired: a lease that expired is never
+    // revived, even if nobody took it yet (a new term with a new token is taken instead).
+    renew: set.named(
+      'lease_renew',
+      (s) => `
+UPDATE ${s}.leases SET expires_at = now() + $3::float8 * interval '1 millisecond', renewed_at = now()
+WHERE name = $1 AND token = $2::bigint AND expires_at > now()
+RETURNING expires_at`,
+    ),
+    // Release on shutdown: expire the lease now, so the next contender takes it at once. Guarded
+    // by the token, so a holder that was already replaced cannot cut its successor's term short.
+    release: set.plain(
+      (s) => `UPDATE ${s}.leases SET expires_at = now() WHERE name = $1 AND token = $2::bigint AND expires_at > now()`,
+    ),
+    // Fences the caller's transaction (see assert_lease in 0002_leadership.sql).
+    assert: set.named('lease_assert', (s) => `SELECT ${s}.assert_lease($1, $2::bigint)`),
+    check: set.named('lease_check', (s) => `SELECT ${s}.lease_check($1, $2::bigint) AS ok`),
+    list: set.plain(
+      (s) => `
+SELECT name, holder, token::text, expires_at, acquired_at, renewed_at, expires_at <= now() AS expired
+FROM ${s}.leases
+WHERE $1::text IS NULL OR starts_with(name, $1)
+ORDER BY name`,
+    ),
+  };
+}
+export type LeaseStatements = ReturnType<typeof leaseStatements>;
+
+/** Tries to acquire `name` for `holder` for `ttlMs`; returns the new term, or undefined when another holder has it. */
+export async function leaseAcquire(
+  db: Executor,
+  st: LeaseStatements,
+  name: string,
+  holder: string,
+  ttlMs: number,
+  lastToken: string | undefined,
+): Promise<AcquiredLease | undefined> {
+  const [row] = await run<AcquiredLease>(db, st.acquire, [name, holder, ttlMs, lastToken ?? null]);
+  return row;
+}
+
+/** Extends the term `token` of `name` by `ttlMs` from now; false when the term is over (expired or taken). */
+export async function leaseRenew(db: Executor, st: LeaseStatements, name: string, token: string, ttlMs: number): Promise<boolean> {
+  const rows = await run<{ expires_at: Date }>(db, st.renew, [name, token, ttlMs]);
+  return rows.length > 0;
+}
+
+/** Ends the term `token` of `name` now; false when it had already ended. */
+export async function leaseRelease(db: Executor, st: LeaseStatements, name: string, token: string): Promise<boolean> {
+  return (await runCount(db, st.release, [name, token])) > 0;
+}
+
+/**
+ * Fences the transaction `tx` by the term `token` of `name`: throws FencedError (NS_FENCED) unless
+ * it is the current unexpired term, and otherwise keeps any takeover from committing before `tx` ends.
+ */
+export async function leaseAssert(tx: Executor, st: LeaseStatements, name: string, token: string): Promise<void> {
+  await run(tx, st.assert, [name, token]);
+}
+
+/** Whether `token` is the current unexpired term of `name` (share-locks the row within a transaction). */
+export async function leaseCheck(db: Executor, st: LeaseStatements, name: string, token: string): Promise<boolean> {
+  const [row] = await run<{ ok: boolean }>(db, st.check, [name, token]);
+  return row?.ok ?? false;
+}
+
+/** The leases of the schema, ordered by name; with `prefix`, only names starting with it. */
+export async function leaseList(db: Executor, st: LeaseStatements, prefix?: string): Promise<LeaseRow[]> {
+  return run<LeaseRow>(db, st.list, [prefix ?? null]);
+}

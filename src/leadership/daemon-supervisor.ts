@@ -1,0 +1,205 @@
+import { performance } from 'node:perf_hooks';
+import type { Database } from '../db/database.js';
+import { leaseAssert, leaseStatements, type LeaseStatements } from '../db/leases.js';
+import { FencedError, NightshiftError } from '../errors.js';
+import type { EventBus } from '../telemetry/events.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { DaemonContext, DaemonDefinition } from './define-daemon.js';
+import type { LeaderTerm } from './leader-lease.js';
+import { LeaseElector } from './lease-elector.js';
+
+/** Settings the runner hands each supervisor. */
+export interface SupervisorSettings {
+  database: Database;
+  holder: string;
+  events: EventBus;
+  logger: Logger;
+  ttlMs: number;
+  retryMs: number | undefined;
+  restart: { initialMs: number; maxMs: number };
+}
+
+/** What a supervisor reports about its daemon. */
+export interface DaemonStatus {
+  name: string;
+  /** The lease the daemon is elected under. */
+  leaseName: string;
+  /** Whether this process holds the daemon's lease now. */
+  leader: boolean;
+  /** The current term's fencing token, when leader. */
+  token: string | undefined;
+  /** Whether `run` is executing in this process now. */
+  running: boolean;
+  /** How many times `run` failed (threw, or a loop returned while still leader) in this process. */
+  failures: number;
+  /** The last failure's message. */
+  lastError: string | undefined;
+}
+
+/** The lease name of a daemon: `daemon:<name>`. */
+export function daemonLeaseName(name: string): string {
+  return `daemon:${name}`;
+}
+
+/**
+ * Runs one daemon under its own lease elector: starts `run` when this process is elected, aborts it
+ * when the term ends, restarts it with back-off when it fails while the term lasts, and never lets
+ * two runs of the daemon overlap in this process (a new term waits for the last run to return).
+ */
+export class DaemonSupervisor {
+  readonly elector: LeaseElector;
+  readonly leaseName: string;
+  private readonly st: LeaseStatements;
+  private readonly shutdown = new AbortController();
+  private runs: Promise<void> = Promise.resolve();
+  private running = false;
+  private failures = 0;
+  private lastError: string | undefined;
+  private unsubscribe: () => void;
+
+  constructor(
+    readonly daemon: DaemonDefinition,
+    private readonly s: SupervisorSettings,
+  ) {
+    this.leaseName = daemonLeaseName(daemon.name);
+    this.st = leaseStatements(s.database.statements);
+    this.elector = new LeaseElector({
+      database: s.database,
+      name: this.leaseName,
+      holder: s.holder,
+      ttlMs: daemon.ttlMs ?? s.ttlMs,
+      ...(s.retryMs !== undefined ? { retryMs: s.retryMs } : {}),
+      events: s.events,
+      logger: s.logger,
+    });
+    this.unsubscribe = this.elector.onChange((term) => {
+      if (!term) return;
+      if (this.running) {
+        // Only a run that ignores its aborted signal gets here: the new term's run waits for it.
+        this.s.logger.warn({ daemon: daemon.name, fencingToken: term.token }, 'elected again while the last run has not returned; the new run waits for it');
+      }
+      this.runs = this.runs.then(() => this.runTerm(term));
+    });
+  }
+
+  /** Starts campaigning for the daemon's lease. */
+  start(): Promise<void> {
+    return this.elector.start();
+  }
+
+  /**
+   * Aborts a run in progress, waits for it at most `timeoutMs`, then stops the elector. The lease
+   * is released only when the run returned in time; otherwise it is left to expire, so a successor
+   * starts no sooner than the lease would have run out anyway.
+   */
+  async stop(timeoutMs: number): Promise<void> {
+    this.shutdown.abort(new NightshiftError('NS_SHUTDOWN', `daemon "${this.daemon.name}" stopping: the process is shutting down`));
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      this.runs.then(() => true),
+      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+    ]);
+    clearTimeout(timer);
+    if (!finished) {
+      this.s.logger.warn({ daemon: this.daemon.name, timeoutMs }, 'daemon run did not return after its signal aborted; leaving its lease to expire');
+    }
+    this.unsubscribe();
+    await this.elector.stop({ release: finished });
+  }
+
+  /** The daemon's state in this process. */
+  status(): DaemonStatus {
+    const term = this.elector.term;
+    return {
+      name: this.daemon.name,
+      leaseName: this.leaseName,
+      leader: term !== undefined,
+      token: term?.token,
+      running: this.running,
+      failures: this.failures,
+      lastError: this.lastError,
+    };
+  }
+
+  private async runTerm(term: LeaderTerm): Promise<void> {
+    const signal = AbortSignal.any([term.signal, this.shutdown.signal]);
+    if (signal.aborted) return;
+    const ctx = this.context(term, signal);
+    let consecutive = 0;
+    while (!signal.aborted) {
+      const startedAt = performance.now();
+      let failure: unknown;
+      this.running = true;
+      try {
+        await this.daemon.run(ctx);
+        if (this.daemon.everyMs === undefined && !signal.aborted) {
+          failure = new Error('run returned while this process is still the leader (a daemon without everyMs should loop until ctx.signal aborts)');
+        }
+      } catch (err) {
+        // An error on the way out after the signal aborted is how a run stops, not a failure.
+        if (!signal.aborted) failure = err;
+      } finally {
+        this.running = false;
+      }
+      if (signal.aborted) return;
+      const ranMs = performance.now() - startedAt;
+      let waitMs: number;
+      if (failure === undefined) {
+        consecutive = 0;
+        waitMs = Math.max(0, (this.daemon.everyMs ?? 0) - ranMs);
+      } else {
+        // A run that lasted longer than the longest back-off counts as a fresh start.
+        consecutive = ranMs >= this.s.restart.maxMs ? 1 : consecutive + 1;
+        const backoff = Math.min(this.s.restart.maxMs, this.s.restart.initialMs * 2 ** (consecutive - 1)) * (0.8 + Math.random() * 0.4);
+        waitMs = Math.max(backoff, (this.daemon.everyMs ?? 0) - ranMs);
+        this.reportFailure(term, failure, waitMs);
+        // A refused write means the term is over in the database: have the elector find out now.
+        if (failure instanceof FencedError || (failure as { code?: unknown } | null)?.code === 'NS_FENCED') this.elector.recheck();
+      }
+      await abortableDelay(waitMs, signal);
+    }
+  }
+
+  private reportFailure(term: LeaderTerm, err: unknown, restartInMs: number): void {
+    this.failures++;
+    const message = err instanceof Error ? err.message : String(err);
+    this.lastError = message;
+    // `fencingToken`, not `token`: the default logger redacts any field named token.
+    this.s.logger.error({ err, daemon: this.daemon.name, fencingToken: term.token, restartInMs: Math.round(restartInMs) }, 'daemon run failed; restarting');
+    this.s.events.emit({ type: 'daemon.failed', name: this.daemon.name, token: term.token, error: message, restartInMs: Math.round(restartInMs) });
+  }
+
+  private context(term: LeaderTerm, signal: AbortSignal): DaemonContext {
+    const { database } = this.s;
+    const leaseName = this.leaseName;
+    const fence = (tx: Parameters<DaemonContext['fence']>[0]) => leaseAssert(tx, this.st, leaseName, term.token);
+    return Object.freeze({
+      name: this.daemon.name,
+      leaseName,
+      fencingToken: term.token,
+      signal,
+      log: this.s.logger.child({ daemon: this.daemon.name, fencingToken: term.token }),
+      db: database.pool.pool,
+      fence,
+      transaction: <T>(fn: (tx: Parameters<DaemonContext['fence']>[0]) => Promise<T>) =>
+        database.pool.transaction(async (tx) => {
+          await fence(tx);
+          return fn(tx);
+        }),
+    });
+  }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,51 @@
+import type { Executor } from '../db/executor.js';
+import { serverConnections } from '../db/server-info.js';
+import { BudgetExceededError } from '../errors.js';
+
+/** The connection budget of a process and a fleet against the server's limit. */
+export interface BudgetReport {
+  perProcess: { pool: number; listener: number; total: number };
+  replicas: number;
+  fleet: number;
+  server: { maxConnections: number; reserved: number; available: number; inUse: number; version: string };
+  /** Connections left for everything else (other apps, admin sessions, migrations). */
+  headroom: number;
+  ok: boolean;
+}
+
+/**
+ * What one process needs (its shared pool plus the listener's dedicated connection) and what
+ * `replicas` processes need, against `max_connections` minus the reserved slots (seed 003: one
+ * shared pool with an explicit budget).
+ */
+export async function connectionBudget(db: Executor, o: { pool: number; listener: boolean; replicas: number }): Promise<BudgetReport> {
+  const server = await serverConnections(db);
+  const listener = o.listener ? 1 : 0;
+  const total = o.pool + listener;
+  const fleet = total * o.replicas;
+  const available = server.maxConnections - server.reserved;
+  return {
+    perProcess: { pool: o.pool, listener, total },
+    replicas: o.replicas,
+    fleet,
+    server: { ...server, available },
+    headroom: available - fleet,
+    ok: fleet <= available,
+  };
+}
+
+/** Fails closed when the configured fleet would exceed the server's connections. */
+export async function assertBudget(db: Executor, o: { pool: number; listener: boolean; replicas: number; maxPerProcess?: number }): Promise<BudgetReport> {
+  const report = await connectionBudget(db, o);
+  if (o.maxPerProcess !== undefined && report.perProcess.total > o.maxPerProcess) {
+    throw new BudgetExceededError(
+      `this process needs ${report.perProcess.total} connections (pool ${o.pool} + listener ${report.perProcess.listener}), over its budget of ${o.maxPerProcess}`,
+    );
+  }
+  if (!report.ok) {
+    throw new BudgetExceededError(
+      `${o.replicas} replicas × ${report.perProcess.total} connections = ${report.fleet}, over the server's ${report.server.available} (max_connections ${report.server.maxConnections} − ${report.server.reserved} reserved)`,
+    );
+  }
+  return report;
+}

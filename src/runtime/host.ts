@@ -1,0 +1,241 @@
+import type { Database } from '../db/database.js';
+import { ConfigError } from '../errors.js';
+import { Listener } from '../db/listener.js';
+import type { Enqueuer } from '../jobs/enqueuer.js';
+import type { JobRegistry } from '../jobs/job-registry.js';
+import { DaemonRunner } from '../leadership/daemon-runner.js';
+import type { DaemonDefinition } from '../leadership/define-daemon.js';
+import { LeaseElector } from '../leadership/lease-elector.js';
+import { PeriodicTask } from '../lifecycle/periodic.js';
+import type { JobMaintenance } from '../maintenance/job-maintenance.js';
+import type { RolePlan } from '../roles/role-plan.js';
+import type { EventBus } from '../telemetry/events.js';
+import type { Logger } from '../telemetry/logger.js';
+import { Worker } from '../worker/worker.js';
+import type { ResolvedOptions } from './client-options.js';
+import { ProcessRegistry } from './process-registry.js';
+import type { ScheduleDefinition } from '../schedules/define-schedule.js';
+import { ScheduleTicker } from '../schedules/schedule-ticker.js';
+import type { ConsumerDefinition } from '../streams/define-consumer.js';
+import { ConsumerRunner, consumerLeaseName } from '../streams/consumer-runner.js';
+
+/** What a host needs from its client. */
+export interface HostDeps {
+  database: Database;
+  registry: JobRegistry;
+  enqueuer: Enqueuer;
+  maintenance: JobMaintenance;
+  events: EventBus;
+  logger: Logger;
+  options: Readonly<ResolvedOptions>;
+  daemons: readonly DaemonDefinition[];
+  schedules: readonly ScheduleDefinition[];
+  consumers: readonly ConsumerDefinition[];
+}
+
+/** The lease name of leader-only maintenance (rescue, expiry, pruning, process clean-up). */
+export const MAINTENANCE_LEASE = 'nightshift:maintenance';
+
+/**
+ * The long-lived parts of one process, for the roles it was given: the worker and its listener,
+ * daemons, leader-elected maintenance, and the process registry. Started in dependency order,
+ * stopped in reverse; stop is safe at any point of a failed start.
+ */
+export class Host {
+  private worker: Worker | undefined;
+  private listener: Listener | undefined;
+  private daemons: DaemonRunner | undefined;
+  private maintenanceLeader: LeaseElector | undefined;
+  private tasks: PeriodicTask[] = [];
+  private registry: ProcessRegistry | undefined;
+  private ticker: ScheduleTicker | undefined;
+  private consumers: ConsumerRunner | undefined;
+
+  constructor(
+    private readonly d: HostDeps,
+    readonly plan: RolePlan,
+  ) {}
+
+  get runningJobs(): number {
+    return this.worker?.running ?? 0;
+  }
+
+  get queues(): string[] {
+    return this.worker?.queues ?? [];
+  }
+
+  get listening(): boolean {
+    return this.listener?.connected ?? false;
+  }
+
+  get processId(): string | undefined {
+    return this.registry?.id;
+  }
+
+  /** Leader leases this process holds now (daemons, maintenance, singletons). */
+  leadership(): string[] {
+    const held = (this.daemons?.status() ?? []).filter((d) => d.leader).map((d) => d.leaseName);
+    if (this.maintenanceLeader?.term) held.push(MAINTENANCE_LEASE);
+    const active = new Set(this.consumers?.active ?? []);
+    for (const c of this.d.consumers) if (c.singleton && active.has(c.name)) held.push(consumerLeaseName(c));
+    return held;
+  }
+
+  dropListenerConnection(): void {
+    this.listener?.dropConnection();
+  }
+
+  async start(): Promise<void> {
+    const o = this.d.options;
+    const queues = o.queues ?? this.plan.queues;
+    if (this.plan.kinds.length > 0 && queues.size > 0) {
+      this.worker = new Worker(
+        this.d.database,
+        this.d.registry,
+        this.d.enqueuer,
+        {
+          owner: o.owner,
+          concurrency: o.concurrency,
+          queues,
+          kinds: this.plan.kinds,
+          leaseMs: o.leaseMs,
+          heartbeatMs: o.heartbeatMs,
+          minPollMs: Math.min(50, o.pollIntervalMs),
+          maxPollMs: o.pollIntervalMs,
+          prefetch: o.prefetch,
+          deleteCompleted: o.retention.completed === 0,
+          shutdownGraceMs: o.shutdownGraceMs,
+          abortGraceMs: Math.min(5_000, Math.max(500, o.shutdownGraceMs / 5)),
+        },
+        this.d.events,
+        this.d.logger,
+      );
+      if (o.listen) await this.startListener(this.worker);
+      this.worker.start();
+    }
+    const schedules = this.d.schedules.filter((sc) => this.plan.schedules.includes(sc.name));
+    if (schedules.length > 0) {
+      this.ticker = new ScheduleTicker({
+        database: this.d.database,
+        enqueuer: this.d.enqueuer,
+        registry: this.d.registry,
+        schedules,
+        events: this.d.events,
+        logger: this.d.logger,
+      });
+      await this.ticker.start();
+    }
+    const daemons = this.d.daemons.filter((dm) => this.plan.daemons.includes(dm.name));
+    if (daemons.length > 0) {
+      this.daemons = new DaemonRunner({ database: this.d.database, daemons, holder: o.owner, events: this.d.events, logger: this.d.logger });
+      await this.daemons.start();
+    }
+    const consumers = this.d.consumers.filter((c) => this.plan.consumers.includes(c.name));
+    if (consumers.length > 0) {
+      if (!o.redisUrl) {
+        throw new ConfigError('nightshift options', [{ path: 'redisUrl', message: `consumers ${consumers.map((c) => c.name).join(', ')} need Redis: give redisUrl or set REDIS_URL` }]);
+      }
+      const d = this.d;
+      this.consumers = new ConsumerRunner({
+        redisUrl: o.redisUrl!,
+        consumers,
+        owner: o.owner,
+        events: d.events,
+        logger: d.logger,
+        shutdownGraceMs: o.shutdownGraceMs,
+        // Singleton consumers are elected through the same lease rows as daemons.
+        leaderLease: (name) => new LeaseElector({ database: d.database, name, holder: o.owner, events: d.events, logger: d.logger }),
+      });
+      await this.consumers.start();
+    }
+    if (o.maintenance) await this.startMaintenance();
+    if (o.registerProcess) {
+      this.registry = new ProcessRegistry(
+        this.d.database,
+        this.plan.roles,
+        { kinds: this.plan.kinds, queues: [...queues.keys()], schedules: this.plan.schedules, daemons: this.plan.daemons, concurrency: o.concurrency },
+        Math.min(10_000, o.heartbeatMs),
+        (err) => this.d.events.emit({ type: 'worker.error', where: 'process registry', error: String(err) }),
+      );
+      await this.registry.start();
+    }
+    this.d.events.emit({ type: 'process.started', id: this.registry?.id ?? o.owner, roles: this.plan.roles });
+  }
+
+  /** Stops in reverse order: registry, schedule ticks (nothing new is enqueued), maintenance, daemons (their leases released), worker, listener. */
+  async stop(): Promise<void> {
+    this.d.events.emit({ type: 'process.stopping', id: this.registry?.id ?? this.d.options.owner });
+    await this.registry?.stop();
+    await this.ticker?.stop();
+    // Consumers first among the workers: their handlers may use the pool or enqueue jobs.
+    await this.consumers?.stop();
+    await this.stopMaintenanceTasks();
+    await this.maintenanceLeader?.stop();
+    await this.daemons?.stop();
+    await this.worker?.stop();
+    await this.listener?.stop();
+  }
+
+  /** Rescue, expiry and pruning run on the elected leader only: one statement each per tick for the whole fleet. */
+  private async startMaintenance(): Promise<void> {
+    const o = this.d.options;
+    const leader = new LeaseElector({ database: this.d.database, name: MAINTENANCE_LEASE, holder: o.owner, ttlMs: 15_000, events: this.d.events, logger: this.d.logger });
+    this.maintenanceLeader = leader;
+    leader.onChange((term) => {
+      if (term) this.startMaintenanceTasks();
+      else void this.stopMaintenanceTasks();
+    });
+    await leader.start();
+  }
+
+  private startMaintenanceTasks(): void {
+    if (this.tasks.length) return;
+    const m = this.d.maintenance;
+    const events = this.d.events;
+    const onError = (task: string) => (err: unknown) => events.emit({ type: 'worker.error', where: `maintenance ${task}`, error: err instanceof Error ? err.message : String(err) });
+    const report = (task: string) => (count: number) => {
+      if (count > 0) events.emit({ type: 'maintenance.ran', task, count });
+    };
+    const every = this.d.options.maintenanceIntervalMs;
+    this.tasks = [
+      new PeriodicTask('rescue', every, () => m.rescue().then(report('rescue')), onError('rescue')),
+      new PeriodicTask('expire', every, () => m.expire().then(report('expire')), onError('expire')),
+      new PeriodicTask('prune', Math.max(every, 60_000), () => m.prune(this.d.options.retention), onError('prune')),
+    ];
+    for (const t of this.tasks) t.start({ runNow: true });
+  }
+
+  private async stopMaintenanceTasks(): Promise<void> {
+    const tasks = this.tasks;
+    this.tasks = [];
+    await Promise.all(tasks.map((t) => t.stop()));
+  }
+
+  private async startListener(worker: Worker): Promise<void> {
+    const o = this.d.options;
+    const { jobs, control } = this.d.database.channels;
+    const poolOptions = (this.d.database.pool.pool as unknown as { options?: Record<string, unknown> }).options;
+    this.listener = new Listener(
+      {
+        ...(o.databaseUrl ? { connectionString: o.databaseUrl } : { clientConfig: poolOptions ?? {} }),
+        channels: [jobs, control],
+        healthCheckMs: 15_000,
+        maxReconnectDelayMs: 5_000,
+        applicationName: `nightshift:${o.owner}`,
+      },
+      {
+        onNotify: (channel, payload) => {
+          if (channel === jobs) worker.wake(payload);
+          else if (payload.startsWith('cancel:')) worker.cancelled(payload.slice(7));
+          else if (payload.startsWith('resume:')) worker.wake(payload.slice(7));
+        },
+        onConnected: () => {
+          this.d.events.emit({ type: 'listener.connected' });
+          worker.wake();
+        },
+        onLost: (error) => this.d.events.emit({ type: 'listener.lost', error: error.message }),
+      },
+    );
+    await this.listener.start();
+  }
+}
