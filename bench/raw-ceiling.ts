@@ -62,7 +62,7 @@ export async function measureCeiling(
   const db = new pg.Client({ connectionString: url });
   await db.connect();
   const pgbench = usePgbench ? findPgbench() : null;
-  const tool = pgbench ? `pgbench (${pgbench})` : 'node-postgres loop (pgbench not found)';
+  const tool = pgbench ? `pgbench (${pgbench})` : `node-postgres loop (${usePgbench ? 'pgbench not found' : '--no-pgbench'})`;
   const count = async () => (await db.query<{ n: string }>('SELECT count(*) AS n FROM raw_jobs')).rows[0]!.n;
   const reset = async () => {
     await db.query('TRUNCATE raw_jobs');
