@@ -104,6 +104,8 @@ export class Host {
           maxPollMs: o.pollIntervalMs,
           prefetch: o.prefetch,
           deleteCompleted: o.retention.completed === 0,
+          redact: o.redact,
+          errorMessages: o.logErrorMessages,
           shutdownGraceMs: o.shutdownGraceMs,
           abortGraceMs: Math.min(5_000, Math.max(500, o.shutdownGraceMs / 5)),
         },

@@ -73,7 +73,7 @@ export class Nightshift extends JobAdmin {
     this.enqueuer = new Enqueuer(database, this.registry, options.maxPayloadBytes, this.events, {
       maxInFlight: options.enqueueBatchInFlight,
       maxBatch: 1_000,
-    });
+    }, options.logErrorMessages);
     this.maintenance = new JobMaintenance(database, this.events);
     // Built now so duplicate schedule names and unknown kinds fail at construction.
     this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: options.schedules, events: this.events, actor: options.actor });

@@ -1,4 +1,5 @@
 import type { ClaimedRow } from '../db/jobs-run.js';
+import type { JobLog } from './job-log.js';
 
 /** Why a running job's signal was aborted. */
 export type AbortCause = 'timeout' | 'cancelled' | 'lease-lost' | 'shutdown';
@@ -17,6 +18,8 @@ export class ActiveJob {
    * the claim was sent, so never later than the database's deadline); undefined without one.
    */
   deadline: number | undefined = undefined;
+  /** What the handler logged with `ctx.log` (made on first use), written with the job when the attempt ends. */
+  log: JobLog | undefined = undefined;
   private controller_: AbortController | undefined;
 
   constructor(readonly row: ClaimedRow) {}

@@ -14,6 +14,9 @@ import type { ActiveJob, ActiveJobs } from './active-jobs.js';
 import type { Completer } from './completer.js';
 import { RunContext, type RunContextShared } from './run-context.js';
 import type { StartMarks } from './start-marks.js';
+import { jobLogInsert, jobLogStatements, type JobLogStatements } from '../db/job-logs.js';
+import { endConsumerSpan, startConsumerSpan, withContext } from '../telemetry/tracing.js';
+import { DEFAULT_REDACT } from '../telemetry/logger.js';
 
 /** What became of a run, for the worker's bookkeeping. */
 export type RunEnd = 'recorded' | 'interrupted';
@@ -35,9 +38,14 @@ export class JobRunner {
     private readonly logger: Logger,
     private readonly leaseMs: number,
     private readonly marks: StartMarks,
+    redact: ReadonlySet<string> = new Set(DEFAULT_REDACT),
+    private readonly errorMessages = false,
   ) {
-    this.shared = { db, logger, enqueuer, leaseMs, leaseLost: (job, why) => this.leaseLost(job, why) };
+    this.shared = { db, logger, enqueuer, leaseMs, redact, leaseLost: (job, why) => this.leaseLost(job, why) };
+    this.logs = jobLogStatements(db.statements);
   }
+
+  private readonly logs: JobLogStatements;
 
   private readonly shared: RunContextShared;
 
@@ -77,9 +85,12 @@ export class JobRunner {
     let result: unknown;
     let error: unknown;
     let threw = false;
+    // The consumer span continues the trace stored at enqueue, in whatever process runs the job.
+    const trace = startConsumerSpan({ id: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, traceContext: row.trace_context });
     try {
       const payload = await parsePayload(row.kind, def.schema, row.payload);
-      result = await def.run(payload, new RunContext(this.shared, job));
+      const ctx = new RunContext(this.shared, job);
+      result = await withContext(trace.context, () => def.run(payload, ctx));
     } catch (err) {
       threw = true;
       error = err;
@@ -87,12 +98,35 @@ export class JobRunner {
       clearTimeout(timer);
       handlerDone();
     }
-    if (job.finished) return 'recorded';
-    if (job.cause === 'shutdown' && (threw || isJobControl(result))) return 'interrupted';
+    if (job.log) await this.writeLog(job);
+    if (job.finished) {
+      endConsumerSpan(trace.span, job.cause ?? 'finished', threw ? error : undefined, this.errorMessages);
+      return 'recorded';
+    }
+    if (job.cause === 'shutdown' && (threw || isJobControl(result))) {
+      endConsumerSpan(trace.span, 'interrupted', threw ? error : undefined, this.errorMessages);
+      return 'interrupted';
+    }
     job.finished = true;
-    if (threw || isJobControl(result)) await this.fail(job, def, threw ? error : result, 'error');
-    else await this.complete(job);
+    if (threw || isJobControl(result)) {
+      const outcome = await this.fail(job, def, threw ? error : result, 'error');
+      endConsumerSpan(trace.span, outcome, threw && !isJobControl(error) ? error : undefined, this.errorMessages);
+    } else {
+      await this.complete(job);
+      endConsumerSpan(trace.span, 'completed');
+    }
     return 'recorded';
+  }
+
+  /** Writes what the handler logged; a failure to write costs the lines, never the job. */
+  private async writeLog(job: ActiveJob): Promise<void> {
+    const lines = job.log!.take();
+    job.log = undefined;
+    try {
+      await jobLogInsert(this.db.pool.pool, this.logs, job.row.id, job.row.attempt, lines);
+    } catch (err) {
+      this.events.emit({ type: 'worker.error', where: 'job log', error: err instanceof Error ? err.message : String(err) });
+    }
   }
 
   private async complete(job: ActiveJob): Promise<void> {
@@ -106,8 +140,8 @@ export class JobRunner {
     } else this.refused(job, 'complete');
   }
 
-  /** Writes a failed attempt; used for handler errors and timeouts. */
-  private async fail(job: ActiveJob, def: JobDefinition, err: unknown, kind: 'error' | 'timeout'): Promise<void> {
+  /** Writes a failed attempt (handler errors and timeouts); returns the state it led to. */
+  private async fail(job: ActiveJob, def: JobDefinition, err: unknown, kind: 'error' | 'timeout'): Promise<string> {
     const row = job.row;
     const outcome = decideFailure(def, row.attempt, row.max_attempts, err, kind);
     let applied = false;
@@ -117,11 +151,15 @@ export class JobRunner {
       // The lease lapses and the rescuer takes the job back; nothing is lost.
       this.events.emit({ type: 'worker.error', where: 'record failure', error: String(writeErr) });
       this.active.remove(job);
-      return;
+      return 'unrecorded';
     }
     this.active.remove(job);
-    if (!applied) return this.refused(job, 'fail');
-    if (!this.events.active) return;
+    if (!applied) {
+      this.refused(job, 'fail');
+      return 'refused';
+    }
+    const state = outcome.state === 'available' ? 'retry' : outcome.state;
+    if (!this.events.active) return state;
     const base = { jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt };
     if (outcome.state === 'held') this.events.emit({ type: 'job.held', ...base, reason: outcome.reason ?? '' });
     else {
@@ -133,8 +171,10 @@ export class JobRunner {
         willRetry: outcome.state === 'available',
         delayMs: outcome.delayMs,
       });
+      if (outcome.state === 'available') this.events.emit({ type: 'job.retried', ...base, delayMs: outcome.delayMs });
       if (outcome.state === 'discarded') this.events.emit({ type: 'job.discarded', ...base, reason: outcome.reason ?? '' });
     }
+    return state;
   }
 
   private onTimeout(job: ActiveJob, def: JobDefinition): void {

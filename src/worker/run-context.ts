@@ -8,6 +8,7 @@ import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { PayloadSchema, SchemaInput } from '../jobs/standard-schema.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ActiveJob } from './active-jobs.js';
+import { JobLog } from './job-log.js';
 
 /** What every job's context shares: one per worker. */
 export interface RunContextShared {
@@ -15,6 +16,8 @@ export interface RunContextShared {
   logger: Logger;
   enqueuer: Enqueuer;
   leaseMs: number;
+  /** Keys redacted from the fields of lines kept with the job. */
+  redact: ReadonlySet<string>;
   leaseLost(job: ActiveJob, why: string): void;
 }
 
@@ -23,8 +26,6 @@ export interface RunContextShared {
  * job, with the signal and the logger made only when the handler asks for them.
  */
 export class RunContext implements JobContext {
-  private log_: JobLogger | undefined;
-
   constructor(
     private readonly shared: RunContextShared,
     private readonly job: ActiveJob,
@@ -54,9 +55,10 @@ export class RunContext implements JobContext {
   get db(): Executor {
     return this.shared.db.pool.pool;
   }
+  /** Logs through the process logger and keeps the lines with the job (bounded; see JobLog). */
   get log(): JobLogger {
     const r = this.job.row;
-    return (this.log_ ??= this.shared.logger.child({ jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt }));
+    return (this.job.log ??= new JobLog(this.shared.logger, { jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt }, this.shared.redact));
   }
 
   async heartbeat(): Promise<void> {

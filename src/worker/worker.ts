@@ -6,7 +6,7 @@ import type { JobRegistry } from '../jobs/job-registry.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { trackResource } from '../lifecycle/resources.js';
 import type { EventBus } from '../telemetry/events.js';
-import type { Logger } from '../telemetry/logger.js';
+import { DEFAULT_REDACT, type Logger } from '../telemetry/logger.js';
 import { ActiveJobs, type ActiveJob } from './active-jobs.js';
 import { Completer } from './completer.js';
 import { JobRunner } from './job-runner.js';
@@ -33,6 +33,10 @@ export interface WorkerSettings {
   shutdownGraceMs: number;
   /** After the grace period, how long aborted handlers get to return before their jobs are handed back. */
   abortGraceMs: number;
+  /** Keys redacted from what `ctx.log` keeps with the job. */
+  redact?: readonly string[];
+  /** Error messages in spans (default: name and code only). */
+  errorMessages?: boolean;
 }
 
 /**
@@ -68,7 +72,19 @@ export class Worker {
     const onError = (where: string) => (err: unknown) => this.reportError(where, err);
     this.completer = new Completer(db, 1_000, Math.max(1_000, settings.leaseMs - settings.heartbeatMs), onError('complete'), settings.deleteCompleted);
     const marks = new StartMarks(db, onError('record start'));
-    this.runner = new JobRunner(db, registry, this.active, this.completer, enqueuer, events, logger, settings.leaseMs, marks);
+    this.runner = new JobRunner(
+      db,
+      registry,
+      this.active,
+      this.completer,
+      enqueuer,
+      events,
+      logger,
+      settings.leaseMs,
+      marks,
+      new Set([...DEFAULT_REDACT, ...(settings.redact ?? [])]),
+      settings.errorMessages ?? false,
+    );
     this.heartbeat = new PeriodicTask('heartbeat', settings.heartbeatMs, () => this.renewLeases(), onError('heartbeat'), 0);
     for (const [queue, limit] of settings.queues) {
       const local = new Slots(Math.min(limit, settings.concurrency));
