@@ -25,6 +25,8 @@ export interface LoggerOptions {
   redact?: string[];
   /** Human-readable lines instead of JSON. Default: when stdout is a terminal and NODE_ENV is not production. */
   pretty?: boolean;
+  /** Where JSON lines go. Default stdout. */
+  destination?: { write(line: string): unknown };
 }
 
 /**
@@ -34,14 +36,15 @@ export interface LoggerOptions {
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const keys = [...DEFAULT_REDACT, ...(options.redact ?? [])];
-  const pretty = options.pretty ?? (process.stdout.isTTY === true && process.env.NODE_ENV !== 'production');
-  return pino({
+  const pretty = options.destination ? false : (options.pretty ?? (process.stdout.isTTY === true && process.env.NODE_ENV !== 'production'));
+  const config = {
     name: options.name ?? 'nightshift',
     level: options.level ?? process.env.NIGHTSHIFT_LOG_LEVEL ?? 'info',
     base: { pid: process.pid, host: hostname() },
     redact: { paths: [...keys, ...keys.map((k) => `*.${k}`)], censor: '[redacted]' },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, ignore: 'pid,host,name', translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
-  });
+  };
+  return options.destination ? pino(config, options.destination as never) : pino(config);
 }
 
 /** A logger that drops everything. */
