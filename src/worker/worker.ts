@@ -151,7 +151,8 @@ export class Worker {
     job.controller.abort(new JobCancelledError(id));
     this.active.remove(job);
     const r = job.row;
-    this.events.emit({ type: 'job.cancelled', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt });
+    // The process that cancelled emitted job.cancelled; here the holder lets go of it.
+    this.events.emit({ type: 'job.lease-lost', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, why: 'cancelled' });
   }
 
   /**
