@@ -91,7 +91,9 @@ export function requiredEnvProblems(value: unknown, path: string): Issue[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) return [{ path, message: 'must be an array of environment variable names' }];
   return value.flatMap((v, i) =>
-    typeof v === 'string' && ENV_NAME.test(v) ? [] : [{ path: `${path}.${i}`, message: `"${String(v)}" is not an environment variable name` }],
+    typeof v === 'string' && ENV_NAME.test(v)
+      ? []
+      : [{ path: `${path}.${i}`, message: `${JSON.stringify(v)} is not an environment variable name (letters, digits and _, not starting with a digit)` }],
   );
 }
 

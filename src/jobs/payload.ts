@@ -12,6 +12,12 @@ export const DEFAULT_MAX_PAYLOAD_BYTES = 1_048_576;
  * it through the same schema again.
  */
 export async function serialisePayload(kind: string, schema: PayloadSchema, value: unknown, maxBytes: number): Promise<string> {
+  await validated(kind, schema, value);
+  return toJson(kind, value, maxBytes);
+}
+
+/** Runs the schema; the output value, or NS_PAYLOAD_INVALID with a path per issue. */
+async function validated(kind: string, schema: PayloadSchema, value: unknown): Promise<unknown> {
   let result = schema['~standard'].validate(value);
   if (result instanceof Promise) result = await result;
   if (result.issues) {
@@ -20,7 +26,7 @@ export async function serialisePayload(kind: string, schema: PayloadSchema, valu
       result.issues.map((i) => ({ path: `payload${issuePath(i.path) ? `.${issuePath(i.path)}` : ''}`, message: i.message })),
     );
   }
-  return toJson(kind, value, maxBytes);
+  return result.value;
 }
 
 /** Serialises a value to JSON, rejecting what would not round-trip through jsonb. */
@@ -73,14 +79,6 @@ function wellFormed(s: string): boolean {
 }
 
 /** Parses a stored payload through the kind's schema before a run (jobs enqueued from SQL were never validated). */
-export async function parsePayload(kind: string, schema: PayloadSchema, stored: unknown): Promise<unknown> {
-  let result = schema['~standard'].validate(stored);
-  if (result instanceof Promise) result = await result;
-  if (result.issues) {
-    throw new PayloadInvalidError(
-      kind,
-      result.issues.map((i) => ({ path: `payload${issuePath(i.path) ? `.${issuePath(i.path)}` : ''}`, message: i.message })),
-    );
-  }
-  return result.value;
+export function parsePayload(kind: string, schema: PayloadSchema, stored: unknown): Promise<unknown> {
+  return validated(kind, schema, stored);
 }

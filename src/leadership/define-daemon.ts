@@ -1,6 +1,7 @@
 import type { Executor } from '../db/executor.js';
 import { ConfigError, unknownKey, type Issue } from '../errors.js';
 import { nameProblem } from '../jobs/names.js';
+import { requiredEnvProblems } from '../jobs/define-job.js';
 import type { Logger } from '../telemetry/logger.js';
 
 /** What a daemon's `run` receives: its term of leadership and the means to fence its writes. */
@@ -56,7 +57,6 @@ export interface DaemonDefinition {
 }
 
 const DAEMON_OPTION_KEYS = ['name', 'run', 'everyMs', 'ttlMs', 'requiredEnv'];
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const MAX_MS = 2_147_483_647;
 
 function isIntIn(v: unknown, min: number, max: number): boolean {
@@ -84,17 +84,7 @@ export function defineDaemon(options: DaemonOptions): DaemonDefinition {
   if (o.ttlMs !== undefined && !isIntIn(o.ttlMs, 100, MAX_MS)) {
     issues.push({ path: 'ttlMs', message: 'must be an integer number of milliseconds, at least 100' });
   }
-  if (o.requiredEnv !== undefined) {
-    if (!Array.isArray(o.requiredEnv)) {
-      issues.push({ path: 'requiredEnv', message: 'must be an array of environment variable names' });
-    } else {
-      o.requiredEnv.forEach((v: unknown, i) => {
-        if (typeof v !== 'string' || !ENV_NAME.test(v)) {
-          issues.push({ path: `requiredEnv.${i}`, message: `${JSON.stringify(v)} is not an environment variable name (letters, digits and _, not starting with a digit)` });
-        }
-      });
-    }
-  }
+  issues.push(...requiredEnvProblems(o.requiredEnv, 'requiredEnv'));
   const label = typeof o.name === 'string' ? `daemon "${o.name}"` : 'daemon definition';
   if (issues.length) throw new ConfigError(label, issues);
   return Object.freeze({
