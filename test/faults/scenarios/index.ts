@@ -1,0 +1,5 @@
+import type { AnyScenario } from '../harness/scenario.js';
+import { atLeastOnceUnderFaults, atMostOnceUnderFaults } from './queue-faults.js';
+
+/** Every fault scenario, in the order `npm run faults` runs them. */
+export const SCENARIOS: AnyScenario[] = [atLeastOnceUnderFaults, atMostOnceUnderFaults];
