@@ -35,25 +35,27 @@ const sample = (rows: unknown[], n = 5) => JSON.stringify(rows.slice(0, n));
  * execution is explained by a fault that hit it while it ran — its window runs from its effect row
  * to the next execution's, since that one could start only once this one was given up.
  */
-export async function checkAtLeastOnce(r: Recorder, kind: string): Promise<DeliveryReport> {
+export async function checkAtLeastOnce(r: Recorder, kind: string, jobIds?: readonly string[]): Promise<DeliveryReport> {
   const q = r.q;
+  const ids = jobIds ? [...jobIds] : null;
   const { rows: jobs } = await r.sql.query<{ id: string; state: string; runs: number; final: string | null; newest: string | null; attempt: number }>(
     `SELECT j.id::text, j.state::text, j.attempt, j.lease_token::text AS final, count(e.id)::int AS runs, max(e.token)::text AS newest
-     FROM ${q}.jobs j LEFT JOIN ${q}.effects e ON e.job_id = j.id WHERE j.kind = $1 GROUP BY j.id`,
-    [kind],
+     FROM ${q}.jobs j LEFT JOIN ${q}.effects e ON e.job_id = j.id
+     WHERE j.kind = $1 AND ($2::bigint[] IS NULL OR j.id = ANY($2::bigint[])) GROUP BY j.id`,
+    [kind, ids],
   );
   const lost = jobs.filter((j) => j.state !== 'completed' || j.runs === 0);
   const overwritten = jobs.filter((j) => j.state === 'completed' && j.runs > 0 && j.final !== j.newest);
   const { rows: dups } = await r.sql.query<{ job_id: string; pid: number; token: string; at: Date; next_at: Date; fault_kind: string | null; recovery_ms: number | null }>(
     `WITH e AS (
        SELECT e.job_id, e.pid, e.token, e.at, lead(e.at) OVER (PARTITION BY e.job_id ORDER BY e.token, e.id) AS next_at
-       FROM ${q}.effects e WHERE e.kind = $1
+       FROM ${q}.effects e WHERE e.kind = $1 AND ($2::bigint[] IS NULL OR e.job_id = ANY($2::bigint[]))
      )
      SELECT e.job_id::text, e.pid, e.token::text, e.at, e.next_at, f.kind AS fault_kind,
             (extract(epoch FROM e.next_at - f.started_at) * 1000)::float8 AS recovery_ms
      FROM e LEFT JOIN LATERAL (${explaining(q, 'e.at', 'e.next_at', 'e.pid')}) f ON true
      WHERE e.next_at IS NOT NULL`,
-    [kind],
+    [kind, ids],
   );
   const unexplained = dups.filter((d) => d.fault_kind === null);
   const explained = dups.filter((d) => d.fault_kind !== null);

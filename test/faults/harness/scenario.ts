@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { EmbeddedPostgresHandle } from '../../../src/dev/embedded-postgres.js';
-import { createNightshift } from '../../../src/index.js';
+import { createNightshift, type EnqueueOptions, type JobDefinition } from '../../../src/index.js';
 import { silentLogger } from '../../../src/telemetry/logger.js';
 import { effectJobs } from '../fixtures/effect-jobs.js';
 import type { Random } from './random.js';
@@ -114,4 +114,19 @@ export async function until<T>(what: string, condition: () => Promise<T> | T, ti
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/** Enqueues jobs of an effect kind from the harness (a client that only enqueues), in chunks. */
+export async function enqueueJobs(ctx: ScenarioContext, def: JobDefinition, payloads: readonly object[], options: EnqueueOptions = {}): Promise<string[]> {
+  const producer = createNightshift({ databaseUrl: ctx.url, schema: ctx.schema, jobs: [def], logger: silentLogger() });
+  const ids: string[] = [];
+  try {
+    for (let start = 0; start < payloads.length; start += 5_000) {
+      const chunk = payloads.slice(start, start + 5_000);
+      ids.push(...(await producer.enqueueMany(def, chunk as never[], options)).map((r) => r.id));
+    }
+  } finally {
+    await producer.stop();
+  }
+  return ids;
 }

@@ -1,5 +1,7 @@
 import type { AnyScenario } from '../harness/scenario.js';
+import { pausedWorker } from './paused-worker.js';
+import { scheduleReplicas } from './schedule-replicas.js';
 import { atLeastOnceUnderFaults, atMostOnceUnderFaults } from './queue-faults.js';
 
 /** Every fault scenario, in the order `npm run faults` runs them. */
-export const SCENARIOS: AnyScenario[] = [atLeastOnceUnderFaults, atMostOnceUnderFaults];
+export const SCENARIOS: AnyScenario[] = [atLeastOnceUnderFaults, atMostOnceUnderFaults, pausedWorker, scheduleReplicas];
