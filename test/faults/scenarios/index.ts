@@ -1,7 +1,8 @@
 import type { AnyScenario } from '../harness/scenario.js';
+import { daemonFailover } from './daemon-failover.js';
 import { pausedWorker } from './paused-worker.js';
 import { scheduleReplicas } from './schedule-replicas.js';
 import { atLeastOnceUnderFaults, atMostOnceUnderFaults } from './queue-faults.js';
 
 /** Every fault scenario, in the order `npm run faults` runs them. */
-export const SCENARIOS: AnyScenario[] = [atLeastOnceUnderFaults, atMostOnceUnderFaults, pausedWorker, scheduleReplicas];
+export const SCENARIOS: AnyScenario[] = [atLeastOnceUnderFaults, atMostOnceUnderFaults, pausedWorker, scheduleReplicas, daemonFailover];
