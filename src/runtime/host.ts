@@ -187,7 +187,11 @@ export class Host {
       },
       {
         onNotify: (channel, payload) => {
-          if (channel === jobs) worker.wake(payload);
+          if (channel === jobs) {
+            worker.wake(payload);
+            // Tells wake-ups by notification apart from polling (fault tests, metrics).
+            if (this.d.events.active) this.d.events.emit({ type: 'listener.notified', queue: payload });
+          }
           else if (payload.startsWith('cancel:')) worker.cancelled(payload.slice(7));
           else if (payload.startsWith('resume:')) worker.wake(payload.slice(7));
         },

@@ -41,7 +41,8 @@ export type NightshiftEvent =
   | { type: 'schedule.skipped'; schedule: string; tickAt: Date; reason: 'overlap' | 'catch-up'; missed: number }
   | { type: 'schedule.queued'; schedule: string; tickAt: Date }
   | { type: 'schedule.failed'; schedule: string; tickAt: Date; error: string }
-  | { type: 'schedule.caught-up'; schedule: string; missed: number; fired: number; skipped: number };
+  | { type: 'schedule.caught-up'; schedule: string; missed: number; fired: number; skipped: number }
+  | { type: 'listener.notified'; queue: string };
 
 /** The type names of {@link NightshiftEvent}. */
 export type NightshiftEventType = NightshiftEvent['type'];

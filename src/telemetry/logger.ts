@@ -38,6 +38,7 @@ const LEVEL: Partial<Record<NightshiftEvent['type'], 'debug' | 'info' | 'warn' |
   'worker.claimed': 'trace' as 'debug',
   'listener.connected': 'debug',
   'listener.lost': 'warn',
+  'listener.notified': 'trace' as 'debug',
   'worker.started': 'info',
   'worker.stopping': 'info',
   'worker.stopped': 'info',
