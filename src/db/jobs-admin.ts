@@ -85,6 +85,14 @@ FROM upd ORDER BY upd.id`,
       `state = 'available', run_at = now(), finished_at = NULL, reason = NULL,
        max_attempts = greatest(j.max_attempts, j.attempt + 1)`,
     ),
+    // Unfinished jobs only: the partial indexes serve it, and it stays cheap however many finished
+    // jobs are kept (metrics scrape it every few seconds).
+    depth: set.plain(
+      (s) => `SELECT queue, CASE WHEN state = 'available' AND run_at > now() THEN 'scheduled' ELSE state::text END AS state,
+        count(*)::int AS count,
+        extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'available' AND run_at <= now()))::float8 AS oldest_available_seconds
+      FROM ${s}.jobs WHERE state IN ('available', 'running', 'held', 'abandoned') GROUP BY 1, 2`,
+    ),
     stats: set.plain(
       (s) => `SELECT queue, kind, state::text AS state, count(*)::int AS count,
         min(run_at) FILTER (WHERE state = 'available' AND run_at <= now()) AS oldest_available
@@ -150,4 +158,17 @@ export interface StatsRow {
 /** Job counts per queue, kind and state, with the oldest runnable job's time. */
 export function jobStats(db: Executor, st: JobAdminStatements): Promise<StatsRow[]> {
   return run<StatsRow>(db, st.stats);
+}
+
+/** Unfinished jobs per queue and state, with the oldest runnable job's age. */
+export interface DepthRow {
+  queue: string;
+  state: string;
+  count: number;
+  oldest_available_seconds: number | null;
+}
+
+/** Unfinished jobs per queue and state (cheap: served by the partial indexes). */
+export function jobDepth(db: Executor, st: JobAdminStatements): Promise<DepthRow[]> {
+  return run<DepthRow>(db, st.depth);
 }

@@ -4,6 +4,7 @@ import { JOB_STATES, toJobRecord, type JobRecord, type JobState } from '../db/jo
 import { auditList, queueList, queueSetPaused, type AuditRow, type QueueRow } from '../db/queues.js';
 import { InvalidTransitionError, JobNotFoundError, OptionsInvalidError, type Issue } from '../errors.js';
 import { cleanText } from './error-text.js';
+import type { EventBus } from '../telemetry/events.js';
 import { nameProblem } from './names.js';
 
 /** Who does an admin action and why; written to the audit log. */
@@ -84,6 +85,7 @@ export class JobAdmin {
   constructor(
     protected readonly database: Database,
     private readonly defaultActor: string,
+    private readonly adminEvents?: EventBus,
   ) {}
 
   /** Jobs matching the filter, newest first. */
@@ -170,6 +172,7 @@ export class JobAdmin {
       if (!job) throw new JobNotFoundError(jobId);
       throw new InvalidTransitionError(jobId, action.replace('-', ' as '), job.state, ADMIN_FROM[action]);
     }
+    this.emitChanged(action, rows, options);
     return toJobRecord(rows[0]!);
   }
 
@@ -181,10 +184,22 @@ export class JobAdmin {
     // In batches, so a bulk retry of a million jobs neither holds one huge transaction nor stalls workers.
     do {
       rows = await jobChange(this.database.pool.pool, this.database.admin, action, filter, this.who(options), 500, this.database.channels);
+      this.emitChanged(action, rows, options);
       done += rows.length;
       options.onProgress?.(done);
     } while (rows.length === 500);
     return done;
+  }
+
+  private emitChanged(action: AdminAction, rows: ChangedRow[], options: ActorOptions): void {
+    const bus = this.adminEvents;
+    if (!bus?.active) return;
+    const actor = this.actor(options);
+    for (const r of rows) {
+      const base = { jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt };
+      if (action === 'cancel') bus.emit({ type: 'job.cancelled', ...base });
+      bus.emit({ type: 'job.resolved', ...base, action, to: r.state, actor });
+    }
   }
 
   private checkQueue(name: string): void {

@@ -36,6 +36,9 @@ export class JobMaintenance {
       if (this.events.active) {
         for (const r of rows) {
           this.events.emit({ type: 'job.rescued', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, state: r.state, owner: r.owner });
+          if (r.state === 'abandoned') {
+            this.events.emit({ type: 'job.abandoned', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, reason: `its worker ${r.owner ?? '?'} stopped while it ran` });
+          }
         }
       }
       if (rows.length < BATCH) return total;

@@ -47,8 +47,12 @@ export interface NightshiftOptions {
   listen?: boolean;
   /** Named prepared statements; turn off behind a transaction-mode pooler. Default true. */
   preparedStatements?: boolean;
-  /** Your logger (pino or compatible). Default: pino JSON at NIGHTSHIFT_LOG_LEVEL or info. */
+  /** Your logger (pino or compatible). Default: pino JSON at NIGHTSHIFT_LOG_LEVEL or info, readable in a terminal. */
   logger?: Logger;
+  /** More keys to redact in the default logger (credentials and payloads always are). */
+  redact?: string[];
+  /** Put error messages of failed jobs in logs and spans. Default false: they may quote secrets; they are stored with the job. */
+  logErrorMessages?: boolean;
   /** The actor written to the audit log when an action names none. Default `user@host`. */
   actor?: string;
   /** This process's name in leases. Default `host:pid`. */
@@ -95,6 +99,8 @@ const schema = z
     preparedStatements: z.boolean().optional(),
     logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function' && typeof (v as Logger).child === 'function', 'must be a pino logger (or one with info/warn/error/debug/child)').optional(),
     actor: z.string().min(1).max(200).optional(),
+    redact: z.array(z.string().min(1)).optional(),
+    logErrorMessages: z.boolean().optional(),
     owner: z.string().min(1).max(200).optional(),
     enqueueBatchInFlight: positiveInt(64).optional(),
     roles: z
@@ -141,6 +147,8 @@ export interface ResolvedOptions {
   listen: boolean;
   preparedStatements: boolean;
   logger: Logger | undefined;
+  redact: string[];
+  logErrorMessages: boolean;
   actor: string;
   owner: string;
   enqueueBatchInFlight: number;
@@ -201,6 +209,8 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     listen: o.listen ?? true,
     preparedStatements: o.preparedStatements ?? true,
     logger: o.logger,
+    redact: o.redact ?? [],
+    logErrorMessages: o.logErrorMessages ?? false,
     actor: o.actor ?? `${user}@${hostname()}`,
     owner: o.owner ?? `${hostname()}:${process.pid}`,
     enqueueBatchInFlight: o.enqueueBatchInFlight ?? 2,

@@ -67,6 +67,13 @@ export class Host {
     return this.registry?.id;
   }
 
+  /** Leader leases this process holds now (daemons, maintenance, singletons). */
+  leadership(): string[] {
+    const held = (this.daemons?.status() ?? []).filter((d) => d.leader).map((d) => d.leaseName);
+    if (this.maintenanceLeader?.term) held.push(MAINTENANCE_LEASE);
+    return held;
+  }
+
   dropListenerConnection(): void {
     this.listener?.dropConnection();
   }
@@ -125,10 +132,12 @@ export class Host {
       );
       await this.registry.start();
     }
+    this.d.events.emit({ type: 'process.started', id: this.registry?.id ?? o.owner, roles: this.plan.roles });
   }
 
   /** Stops in reverse order: registry, schedule ticks (nothing new is enqueued), maintenance, daemons (their leases released), worker, listener. */
   async stop(): Promise<void> {
+    this.d.events.emit({ type: 'process.stopping', id: this.registry?.id ?? this.d.options.owner });
     await this.registry?.stop();
     await this.ticker?.stop();
     await this.stopMaintenanceTasks();

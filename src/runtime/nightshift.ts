@@ -18,6 +18,10 @@ import { MissingEnvError } from '../errors.js';
 import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
 import { listProcesses } from './process-registry.js';
 import { Host } from './host.js';
+import { OpsServer } from './ops-server.js';
+import { NightshiftMetrics } from '../telemetry/metrics.js';
+import type { Registry } from 'prom-client';
+import { jobDepth, type DepthRow } from '../db/jobs-admin.js';
 import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type ScheduleTickRecord, type TriggerResult } from '../schedules/schedule-admin.js';
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
 import { assertBudget, connectionBudget, type BudgetReport } from './budget.js';
@@ -29,13 +33,15 @@ import type { ProcessRow } from '../db/processes.js';
  */
 export class Nightshift extends JobAdmin {
   readonly options: Readonly<ResolvedOptions>;
-  readonly events = new EventBus();
+  readonly events: EventBus;
   readonly logger: Logger;
   private readonly pool: PoolHandle;
   private readonly registry: JobRegistry;
   private readonly enqueuer: Enqueuer;
   private readonly maintenance: JobMaintenance;
   private host: Host | undefined;
+  private metrics_: NightshiftMetrics | undefined;
+  private ops: OpsServer | undefined;
   private readonly schedules: ScheduleAdmin;
   private plan_: RolePlan | undefined;
   private state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
@@ -51,12 +57,14 @@ export class Nightshift extends JobAdmin {
       applicationName: `nightshift:${options.owner}`,
     });
     const database = new Database(pool, options.schema, options.preparedStatements);
-    super(database, options.actor);
+    const events = new EventBus();
+    super(database, options.actor, events);
+    this.events = events;
     this.options = options;
     this.pool = pool;
     this.registry = new JobRegistry(options.jobs);
-    this.logger = options.logger ?? createLogger();
-    this.unlog = logEvents(this.events, this.logger);
+    this.logger = options.logger ?? createLogger({ redact: options.redact });
+    this.unlog = logEvents(this.events, this.logger, { errorMessages: options.logErrorMessages });
     this.enqueuer = new Enqueuer(database, this.registry, options.maxPayloadBytes, this.events, {
       maxInFlight: options.enqueueBatchInFlight,
       maxBatch: 1_000,
@@ -192,6 +200,9 @@ export class Nightshift extends JobAdmin {
       await this.host?.stop();
       this.enqueuer.stopped = true;
       await this.enqueuer.drain();
+      // Last: /readyz answers 503 while the process drains, until the very end.
+      await this.ops?.stop();
+      this.metrics_?.close();
       this.unlog();
       await this.pool.close();
       this.state = 'stopped';
@@ -253,6 +264,54 @@ export class Nightshift extends JobAdmin {
   /** Connections one process of this shape (pool + listener) and `replicas` of them need, against the server. */
   connectionBudget(options: { replicas?: number } = {}): Promise<BudgetReport> {
     return connectionBudget(this.pool.pool, { pool: this.options.maxConnections, listener: this.options.listen, replicas: options.replicas ?? 1 });
+  }
+
+  /**
+   * Prometheus metrics of this client (created on first call): counters and histograms per kind
+   * and queue from the event stream, queue depth and age, pool and leadership read at scrape time.
+   * Pass your registry to merge them into yours.
+   */
+  metrics(options: { registry?: Registry; prefix?: string } = {}): NightshiftMetrics {
+    if (this.metrics_) return this.metrics_;
+    let cache: { at: number; rows: Promise<DepthRow[]> } | undefined;
+    const depth = () => {
+      // Scrapes from several Prometheus servers within a few seconds share one query.
+      if (!cache || Date.now() - cache.at > 5_000) cache = { at: Date.now(), rows: jobDepth(this.pool.pool, this.database.admin) };
+      return cache.rows;
+    };
+    this.metrics_ = new NightshiftMetrics(
+      this.events,
+      {
+        queues: async () => (await depth()).map((r) => ({ queue: r.queue, state: r.state, count: r.count, oldestAvailableSeconds: r.oldest_available_seconds })),
+        pool: () => this.pool.stats(),
+        leadership: () => this.host?.leadership() ?? [],
+      },
+      options,
+    );
+    return this.metrics_;
+  }
+
+  /** Whether this client is started and not stopping: what `/readyz` reports. */
+  get ready(): boolean {
+    return this.state === 'running';
+  }
+
+  /** Serves `/metrics`, `/healthz` and `/readyz` on `port` (127.0.0.1 unless `host` says otherwise) until stop(). */
+  async serveOps(options: { port: number; host?: string }): Promise<{ host: string; port: number }> {
+    if (!this.ops) {
+      const metrics = this.metrics();
+      this.ops = new OpsServer(
+        {
+          metrics: () => metrics.text(),
+          ready: () => this.ready,
+          status: () => ({ state: this.state, queues: this.workedQueues, running: this.runningCount }),
+        },
+        options.port,
+        options.host,
+      );
+      await this.ops.start();
+    }
+    return this.ops.address!;
   }
 
   /** Current leader leases (daemons, maintenance, singletons): holder, token, expiry. */

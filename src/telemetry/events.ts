@@ -17,12 +17,15 @@ export type NightshiftEvent =
   | ({ type: 'job.started'; waitMs: number } & JobEventFields)
   | ({ type: 'job.completed'; durationMs: number } & JobEventFields)
   | ({ type: 'job.failed'; durationMs: number; error: string; willRetry: boolean; delayMs: number } & JobEventFields)
+  | ({ type: 'job.retried'; delayMs: number } & JobEventFields)
   | ({ type: 'job.discarded'; reason: string } & JobEventFields)
   | ({ type: 'job.held'; reason: string } & JobEventFields)
   | ({ type: 'job.expired' } & JobEventFields)
   | ({ type: 'job.cancelled' } & JobEventFields)
   | ({ type: 'job.rescued'; state: string; owner: string | null } & JobEventFields)
+  | ({ type: 'job.abandoned'; reason: string } & JobEventFields)
   | ({ type: 'job.released'; state: string } & JobEventFields)
+  | ({ type: 'job.resolved'; action: string; to: string; actor: string } & JobEventFields)
   | ({ type: 'job.refused'; operation: string; token: string } & JobEventFields)
   | ({ type: 'job.lease-lost'; why: string } & JobEventFields)
   | { type: 'worker.claimed'; queue: string; asked: number; count: number }
@@ -33,6 +36,8 @@ export type NightshiftEvent =
   | { type: 'worker.stopped'; owner: string }
   | { type: 'worker.error'; where: string; error: string }
   | { type: 'maintenance.ran'; task: string; count: number }
+  | { type: 'process.started'; id: string; roles: string[] }
+  | { type: 'process.stopping'; id: string }
   | { type: 'leader.elected'; name: string; holder: string; token: string }
   | { type: 'leader.deposed'; name: string; holder: string; token: string; reason: 'lost' | 'expired' | 'released' }
   | { type: 'daemon.failed'; name: string; token: string; error: string; restartInMs: number }

@@ -1,19 +1,46 @@
+import { hostname } from 'node:os';
 import { pino, type Logger } from 'pino';
 import type { EventBus, NightshiftEvent } from './events.js';
 
 export type { Logger };
 
-/** The default logger: JSON to stdout at `NIGHTSHIFT_LOG_LEVEL` (default `info`), secrets redacted. */
-export function createLogger(options: { level?: string; name?: string } = {}): Logger {
+/** Keys redacted wherever they appear (top level or one level down) in every log line. */
+export const DEFAULT_REDACT = [
+  'password',
+  'secret',
+  'apiKey',
+  'authorization',
+  'cookie',
+  'databaseUrl',
+  'connectionString',
+  'payload',
+  'result',
+];
+
+/** Options of the default logger. */
+export interface LoggerOptions {
+  level?: string;
+  name?: string;
+  /** More keys to redact, besides {@link DEFAULT_REDACT}. */
+  redact?: string[];
+  /** Human-readable lines instead of JSON. Default: when stdout is a terminal and NODE_ENV is not production. */
+  pretty?: boolean;
+}
+
+/**
+ * The default logger: JSON lines (readable in a terminal in development), each carrying the
+ * process (`pid`, `host`), with credentials and payloads redacted. `NIGHTSHIFT_LOG_LEVEL` sets the
+ * level (default `info`).
+ */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const keys = [...DEFAULT_REDACT, ...(options.redact ?? [])];
+  const pretty = options.pretty ?? (process.stdout.isTTY === true && process.env.NODE_ENV !== 'production');
   return pino({
     name: options.name ?? 'nightshift',
     level: options.level ?? process.env.NIGHTSHIFT_LOG_LEVEL ?? 'info',
-    base: { pid: process.pid },
-    redact: {
-      // Fencing tokens are not secrets; credentials and payloads are.
-      paths: ['password', '*.password', 'secret', '*.secret', 'apiKey', '*.apiKey', 'authorization', '*.authorization', 'databaseUrl', 'connectionString', 'payload', '*.payload'],
-      censor: '[redacted]',
-    },
+    base: { pid: process.pid, host: hostname() },
+    redact: { paths: [...keys, ...keys.map((k) => `*.${k}`)], censor: '[redacted]' },
+    ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, ignore: 'pid,host,name', translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
   });
 }
 
@@ -22,20 +49,23 @@ export function silentLogger(): Logger {
   return pino({ level: 'silent' });
 }
 
-const LEVEL: Partial<Record<NightshiftEvent['type'], 'debug' | 'info' | 'warn' | 'error'>> = {
+const LEVEL: Record<NightshiftEvent['type'], 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
   'job.enqueued': 'debug',
   'job.started': 'debug',
   'job.completed': 'debug',
   'job.failed': 'warn',
+  'job.retried': 'debug',
   'job.discarded': 'error',
   'job.held': 'warn',
   'job.expired': 'info',
   'job.cancelled': 'info',
   'job.rescued': 'warn',
+  'job.abandoned': 'error',
   'job.released': 'info',
+  'job.resolved': 'info',
   'job.refused': 'warn',
   'job.lease-lost': 'warn',
-  'worker.claimed': 'trace' as 'debug',
+  'worker.claimed': 'trace',
   'listener.connected': 'debug',
   'listener.lost': 'warn',
   'listener.notified': 'trace' as 'debug',
@@ -43,6 +73,8 @@ const LEVEL: Partial<Record<NightshiftEvent['type'], 'debug' | 'info' | 'warn' |
   'worker.stopping': 'info',
   'worker.stopped': 'info',
   'worker.error': 'error',
+  'process.started': 'info',
+  'process.stopping': 'info',
   'maintenance.ran': 'debug',
   'leader.elected': 'info',
   'leader.deposed': 'warn',
@@ -54,12 +86,24 @@ const LEVEL: Partial<Record<NightshiftEvent['type'], 'debug' | 'info' | 'warn' |
   'schedule.caught-up': 'warn',
 };
 
-/** Writes events to the logger: ids, kinds and outcomes, never payloads. */
-export function logEvents(bus: EventBus, logger: Logger): () => void {
+/** Event fields that may hold an error message written by application code (which may quote secrets). */
+const ERROR_FIELDS = new Set(['error']);
+
+/**
+ * Writes events to the logger: ids, kinds, queues, attempts and outcomes — never payloads, and not
+ * error messages unless `errorMessages` is on (a message may quote whatever the failing code had
+ * in hand; it is stored with the job, where access is controlled, and shown by `jobs show`).
+ */
+export function logEvents(bus: EventBus, logger: Logger, options: { errorMessages?: boolean } = {}): () => void {
   return bus.on((event) => {
     const level = LEVEL[event.type] ?? 'info';
     if (!logger.isLevelEnabled(level)) return;
-    const { type, at: _at, ...fields } = event;
-    logger[level]({ event: type, ...fields }, type);
+    const { type, at: _at, ...fields } = event as NightshiftEvent & { at: number };
+    const line: Record<string, unknown> = { event: type };
+    for (const [k, v] of Object.entries(fields)) {
+      if (ERROR_FIELDS.has(k) && !options.errorMessages) continue;
+      line[k] = v;
+    }
+    logger[level](line, type);
   });
 }

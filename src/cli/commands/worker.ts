@@ -3,6 +3,7 @@ import { parseRoles } from '../../roles/role-plan.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { intFlag } from '../parse.js';
 import { note } from '../output.js';
+import { UsageError } from '../exit-codes.js';
 
 /**
  * `nightshift worker`: runs the roles given (`--roles a,b` or NIGHTSHIFT_ROLES; everything when
@@ -15,11 +16,15 @@ export function registerWorker(program: Command): void {
     .description('run jobs, schedules and daemons of the given roles until SIGTERM')
     .option('--roles <list>', 'comma-separated roles to run (default: NIGHTSHIFT_ROLES, else everything)')
     .option('--concurrency <n>', 'jobs run at once by this process')
-    .action(async (opts: { roles?: string; concurrency?: string }, cmd: Command) => {
+    .option('--metrics-port <n>', 'serve /metrics, /healthz and /readyz on this port')
+    .option('--metrics-host <host>', 'address to bind the metrics port to', '127.0.0.1')
+    .action(async (opts: { roles?: string; concurrency?: string; metricsPort?: string; metricsHost: string }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       const ctx = await cliContext(g);
       const roles = parseRoles(opts.roles ?? process.env.NIGHTSHIFT_ROLES);
       const concurrency = intFlag('concurrency', opts.concurrency);
+      const metricsPort = intFlag('metrics-port', opts.metricsPort);
+      if (metricsPort !== undefined && (metricsPort < 0 || metricsPort > 65_535)) throw new UsageError('--metrics-port must be from 0 to 65535');
       const ns = ctx.client({ worker: true, ...(roles ? { roles } : {}), ...(concurrency !== undefined ? { overrides: { concurrency } } : {}) });
       let stopping = false;
       const stop = (signal: string) => {
@@ -37,6 +42,11 @@ export function registerWorker(program: Command): void {
       process.on('SIGTERM', () => stop('SIGTERM'));
       process.on('SIGINT', () => stop('SIGINT'));
       try {
+        // Served before start: /readyz says 503 while the process starts (and again while it drains).
+        if (metricsPort !== undefined) {
+          const at = await ns.serveOps({ port: metricsPort, host: opts.metricsHost });
+          note(`metrics on http://${at.host}:${at.port}/metrics`);
+        }
         await ns.start();
       } catch (err) {
         await ns.stop().catch(() => undefined);

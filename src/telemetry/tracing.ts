@@ -1,0 +1,102 @@
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
+
+/**
+ * OpenTelemetry spans for jobs, following the messaging conventions: a PRODUCER span `send <queue>`
+ * around an enqueue, whose W3C trace context is stored with the job, and a CONSUMER span
+ * `process <queue>` per attempt, child of (and linked to) that context — across processes and
+ * retries. Only `@opentelemetry/api` is used: without an SDK registered every call is a no-op.
+ */
+const TRACER = 'nightshift';
+
+function tracer() {
+  return trace.getTracer(TRACER);
+}
+
+/** Attributes common to both sides; never the payload. */
+function attributes(kind: string, queue: string): Record<string, string> {
+  return {
+    'messaging.system': 'nightshift',
+    'messaging.destination.name': queue,
+    'nightshift.job.kind': kind,
+  };
+}
+
+/** A producer span and the trace context to store with the job (null when nothing is traced). */
+export interface ProducerTrace {
+  span: Span;
+  carrier: Record<string, string> | null;
+}
+
+/**
+ * Starts the producer span of an enqueue, as a child of the active context, and returns the
+ * context to store with the job. `explicit` (a caller-given trace context) is kept as is.
+ */
+export function startProducerSpan(kind: string, queue: string, explicit: string | null): ProducerTrace {
+  const span = tracer().startSpan(`send ${queue}`, {
+    kind: SpanKind.PRODUCER,
+    attributes: { ...attributes(kind, queue), 'messaging.operation.type': 'send', 'messaging.operation.name': 'send' },
+  });
+  if (explicit !== null) return { span, carrier: null };
+  const carrier: Record<string, string> = {};
+  propagation.inject(trace.setSpan(context.active(), span), carrier);
+  return { span, carrier: Object.keys(carrier).length > 0 ? carrier : null };
+}
+
+/** Ends a producer span with the job's id (or the error). */
+export function endProducerSpan(span: Span, jobId: string | undefined, err?: unknown, errorMessages = false): void {
+  if (jobId !== undefined) span.setAttribute('messaging.message.id', jobId);
+  if (err !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: errorText(err, errorMessages) });
+  span.end();
+}
+
+/** The consumer span of one attempt and the context to run the handler in. */
+export interface ConsumerTrace {
+  span: Span;
+  context: Context;
+}
+
+/**
+ * Starts the consumer span of an attempt: child of the stored producer context (same trace) and
+ * linked to it, so an enqueue in one process and its runs in others show as one trace.
+ */
+export function startConsumerSpan(job: { id: string; kind: string; queue: string; attempt: number; traceContext: Record<string, string> | null }): ConsumerTrace {
+  const parent = job.traceContext ? propagation.extract(ROOT_CONTEXT, job.traceContext) : ROOT_CONTEXT;
+  const producer = trace.getSpanContext(parent);
+  const span = tracer().startSpan(
+    `process ${job.queue}`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        ...attributes(job.kind, job.queue),
+        'messaging.operation.type': 'process',
+        'messaging.operation.name': 'process',
+        'messaging.message.id': job.id,
+        'nightshift.job.attempt': job.attempt,
+      },
+      ...(producer ? { links: [{ context: producer }] } : {}),
+    },
+    parent,
+  );
+  return { span, context: trace.setSpan(parent, span) };
+}
+
+/** Ends a consumer span with the attempt's outcome. */
+export function endConsumerSpan(span: Span, outcome: string, err?: unknown, errorMessages = false): void {
+  span.setAttribute('nightshift.job.outcome', outcome);
+  if (err !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: errorText(err, errorMessages) });
+  span.end();
+}
+
+/** Runs `fn` with `ctx` active (so the handler's own spans are children of the consumer span). */
+export function withContext<T>(ctx: Context, fn: () => T): T {
+  return context.with(ctx, fn);
+}
+
+// An error's message may quote secrets; by default spans carry only its name and code.
+function errorText(err: unknown, messages: boolean): string {
+  const e = err as { name?: unknown; code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  const name = typeof e?.name === 'string' ? e.name : 'Error';
+  if (messages && typeof e?.message === 'string') return `${name}${code ? ` ${code}` : ''}: ${e.message}`;
+  return code ? `${name} ${code}` : name;
+}
