@@ -171,7 +171,13 @@ export class Worker {
       .then(async (end) => {
         if (end === 'interrupted') await this.handBack([job]);
       })
-      .catch((err: unknown) => this.reportError('run', err))
+      .catch((err: unknown) => {
+        this.reportError('run', err);
+        // The outcome could not be written: stop renewing the lease, so it lapses and the rescuer
+        // takes the job back, rather than holding it while this process lives.
+        job.finished = true;
+        this.active.remove(job);
+      })
       .finally(() => {
         this.runs.delete(run);
         this.global.give(1);
