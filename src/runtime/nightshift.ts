@@ -1,5 +1,4 @@
 import { Database } from '../db/database.js';
-import { validateSchemaName } from '../db/identifiers.js';
 import { assertMigrated, migrate, type MigrateResult } from '../db/migrator.js';
 import { createPool, type PoolHandle } from '../db/pool.js';
 import { kindRegister, settingPayloadLimit } from '../db/queues.js';
@@ -51,8 +50,6 @@ export class Nightshift extends JobAdmin {
 
   constructor(input: NightshiftOptions) {
     const options = resolveOptions(input);
-    // Before the pool exists: a bad schema name must not leave a pool behind.
-    validateSchemaName(options.schema);
     const pool = createPool({
       ...(options.databaseUrl ? { connectionString: options.databaseUrl } : {}),
       ...(options.pool ? { pool: options.pool } : {}),

@@ -198,9 +198,9 @@ describe('defineJob', () => {
 describe('createNightshift', () => {
   const url = () => t.url;
   it.each([
-    ['a schema with SQL metacharacters', { schema: 'x"; DROP SCHEMA public; --' }, 'NS_OPTIONS_INVALID', 'schema'],
-    ['a schema with capitals', { schema: 'Upper' }, 'NS_OPTIONS_INVALID', 'schema'],
-    ['an over-long schema', { schema: 's'.repeat(49) }, 'NS_OPTIONS_INVALID', 'schema'],
+    ['a schema with SQL metacharacters', { schema: 'x"; DROP SCHEMA public; --' }, 'NS_CONFIG_INVALID', 'schema'],
+    ['a schema with capitals', { schema: 'Upper' }, 'NS_CONFIG_INVALID', 'schema'],
+    ['an over-long schema', { schema: 's'.repeat(49) }, 'NS_CONFIG_INVALID', 'schema'],
     ['concurrency 0', { concurrency: 0 }, 'NS_CONFIG_INVALID', 'concurrency'],
     ['concurrency NaN', { concurrency: Number.NaN }, 'NS_CONFIG_INVALID', 'concurrency'],
     ['leaseMs below a second', { leaseMs: 500 }, 'NS_CONFIG_INVALID', 'leaseMs'],

@@ -39,7 +39,7 @@ const cases: [what: string, args: string[], code: number, stderr: string][] = [
   ['jobs list with an unknown state', ['jobs', 'list', '--state', 'bogus'], 2, 'NS_OPTIONS_INVALID'],
   ['jobs list with a kind of SQL metacharacters', ['jobs', 'list', '--kind', "x' OR '1'='1"], 2, 'NS_OPTIONS_INVALID'],
   ['schedules trigger with a NUL in the payload', ['schedules', 'trigger', 'nightly-digest', '--payload', '{"day":"\\u0000"}'], 2, 'NS_PAYLOAD_INVALID'],
-  ['a schema with SQL metacharacters', ['--schema', 'x"; DROP SCHEMA public; --', 'jobs', 'list'], 2, 'NS_OPTIONS_INVALID'],
+  ['a schema with SQL metacharacters', ['--schema', 'x"; DROP SCHEMA public; --', 'jobs', 'list'], 2, 'NS_CONFIG_INVALID'],
   ['a database URL of another scheme', ['--database-url', 'mysql://localhost/db', 'jobs', 'list'], 2, 'must start with postgres://'],
 ];
 
