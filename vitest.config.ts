@@ -6,8 +6,9 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     setupFiles: ['test/support/leak-guard.ts'],
     pool: 'forks',
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // Generous: a loaded 2-core CI machine runs real processes and servers; these bound a hang, they assert no speed.
+    testTimeout: 180_000,
+    hookTimeout: 180_000,
     teardownTimeout: 30_000,
     reporters: process.env.CI ? ['default'] : ['default'],
   },

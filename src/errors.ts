@@ -305,3 +305,61 @@ export class DuplicateScheduleError extends NightshiftError {
     });
   }
 }
+
+/** Redis could not be reached, or the connection dropped while a command was in flight. */
+export class RedisUnavailableError extends NightshiftError {
+  constructor(what: string, cause: unknown, hint?: string) {
+    super('NS_REDIS_UNAVAILABLE', `${what}: Redis is unavailable (${cause instanceof Error ? cause.message : String(cause)})`, {
+      cause,
+      hint: hint ?? 'check redisUrl and that redis-server is running; the operation may be retried once it is back',
+    });
+  }
+}
+
+/** A stream named by a string is not among the streams this client was given. */
+export class UnknownStreamError extends NightshiftError {
+  constructor(name: string, known: readonly string[]) {
+    const suggestion = closest(name, known);
+    super('NS_UNKNOWN_STREAM', `unknown stream "${name}"`, {
+      hint: suggestion
+        ? `did you mean "${suggestion}"? Known streams: ${known.join(', ')}`
+        : known.length
+          ? `known streams: ${known.join(', ')}`
+          : 'pass the definition from defineStream, or list it in the client\'s streams',
+    });
+  }
+}
+
+/** A status is not part of a status order made with defineStatusOrder. */
+export class UnknownStatusError extends NightshiftError {
+  constructor(status: string, known: readonly string[]) {
+    const suggestion = closest(status, known);
+    super('NS_UNKNOWN_STATUS', `unknown status "${status}"`, {
+      hint: suggestion ? `did you mean "${suggestion}"? Known statuses: ${known.join(', ')}` : `known statuses: ${known.join(', ')}`,
+    });
+  }
+}
+
+/** A stream consumer stopped handling an entry: the process is shutting down or lost the singleton's leadership. */
+export class ConsumerStoppedError extends NightshiftError {
+  constructor(consumer: string, why: string) {
+    super('NS_CONSUMER_STOPPED', `stream consumer "${consumer}" stopped: ${why}`);
+  }
+}
+
+/** A stream handler ran past its consumer's `timeoutMs`. */
+export class StreamHandlerTimeoutError extends NightshiftError {
+  constructor(consumer: string, timeoutMs: number) {
+    super('NS_STREAM_HANDLER_TIMEOUT', `stream consumer "${consumer}": the handler ran past its timeout of ${timeoutMs} ms and was aborted`);
+  }
+}
+
+/** Redis refused a command (a wrong key type, a missing group, a script error, …). */
+export class RedisCommandError extends NightshiftError {
+  constructor(what: string, cause: unknown) {
+    super('NS_REDIS_COMMAND', `${what}: Redis refused the command (${cause instanceof Error ? cause.message : String(cause)})`, {
+      cause,
+      hint: 'a WRONGTYPE reply means the key holds something other than a stream; check the stream name',
+    });
+  }
+}

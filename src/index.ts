@@ -33,8 +33,17 @@ export type { ScheduleOptions, ScheduleDefinition, ScheduleTick, CatchUp, CatchU
 export type { ScheduleInfo, ScheduleTickRecord, TriggerResult, ScheduleActorOptions } from './schedules/schedule-admin.js';
 export type { TickerReport } from './schedules/schedule-ticker.js';
 export type { TickOutcome } from './db/schedules.js';
+export { defineStream, type StreamDefinition, type StreamOptions } from './streams/define-stream.js';
+export { defineConsumer, type ConsumerDefinition, type ConsumerOptions, type ConsumerContext, type ConsumerHandler } from './streams/define-consumer.js';
+export { StreamClient, diagnoseStreams, type StreamClientOptions } from './streams/stream-client.js';
+export { ConsumerRunner, consumerLeaseName, type ConsumerRunnerOptions } from './streams/consumer-runner.js';
+export type { StreamsDiagnosis, StreamDiagnosis, GroupDiagnosis, ConsumerDiagnosis, GroupStatus } from './streams/diagnose-streams.js';
+export { defineStatusOrder } from './streams/status-order.js';
+export { NightshiftMetrics, type MetricSources } from './telemetry/metrics.js';
+export { createLogger, DEFAULT_REDACT, type LoggerOptions } from './telemetry/logger.js';
 export { defineConfig, type NightshiftConfig } from './config/define-config.js';
 export type { RoleDefinition, RolePlan } from './roles/role-plan.js';
 export type { ProcessRow } from './db/processes.js';
+export type { JobLogLine } from './db/job-logs.js';
 export type { BudgetReport } from './runtime/budget.js';
 export * from './errors.js';

@@ -9,6 +9,7 @@ import { registerMigrate } from './commands/migrate.js';
 import { registerQueues } from './commands/queues.js';
 import { registerSchedules } from './commands/schedules.js';
 import { registerStatus } from './commands/status.js';
+import { registerStreams } from './commands/streams.js';
 import { registerWorker } from './commands/worker.js';
 import { EXIT, exitCodeFor } from './exit-codes.js';
 
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerSchedules(program);
   registerStatus(program);
   registerDaemons(program);
+  registerStreams(program);
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();

@@ -2,6 +2,8 @@ import { ConfigError, closest, type Issue } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { DaemonDefinition } from '../leadership/define-daemon.js';
 import type { ScheduleDefinition } from '../schedules/define-schedule.js';
+import type { StreamDefinition } from '../streams/define-stream.js';
+import type { ConsumerDefinition } from '../streams/define-consumer.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { resolveOptions, type NightshiftOptions } from '../runtime/client-options.js';
@@ -25,6 +27,12 @@ export interface NightshiftConfig {
   daemons?: DaemonDefinition[];
   /** Schedules (defineSchedule): cron or interval, each tick run exactly once across the fleet. */
   schedules?: ScheduleDefinition[];
+  /** Redis for streams. `url` defaults to REDIS_URL; keep credentials out of the file. */
+  redis?: { url?: string };
+  /** Streams (defineStream) published to by name. */
+  streams?: StreamDefinition[];
+  /** Stream consumers (defineConsumer), hosted by roles like jobs. */
+  consumers?: ConsumerDefinition[];
   roles?: Record<string, RoleDefinition>;
   worker?: {
     concurrency?: number;
@@ -42,7 +50,7 @@ export interface NightshiftConfig {
   logger?: Logger;
 }
 
-const TOP = ['database', 'jobs', 'schedules', 'daemons', 'roles', 'worker', 'requiredEnv', 'maxPayloadBytes', 'logger'];
+const TOP = ['database', 'jobs', 'schedules', 'daemons', 'redis', 'streams', 'consumers', 'roles', 'worker', 'requiredEnv', 'maxPayloadBytes', 'logger'];
 const DATABASE = ['url', 'schema', 'maxConnections', 'preparedStatements', 'budget'];
 const WORKER = ['concurrency', 'queues', 'leaseMs', 'heartbeatMs', 'pollIntervalMs', 'shutdownGraceMs', 'maintenanceIntervalMs', 'retention'];
 const ROLE = ['jobs', 'queues', 'schedules', 'daemons', 'consumers', 'requiredEnv'];
@@ -115,8 +123,19 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
       issues.push({ path: `schedules.${i}.job`, message: `unknown job kind "${sc.kind}"${best ? `; did you mean "${best}"?` : ''}` });
     }
   });
+  unknownKeys(config.redis, ['url'], 'redis', issues);
+  const consumers: string[] = [];
+  (config.consumers ?? []).forEach((c, i) => {
+    if (typeof c !== 'object' || c === null || typeof c.name !== 'string') {
+      issues.push({ path: `consumers.${i}`, message: 'must be a consumer created with defineConsumer' });
+      return;
+    }
+    if (consumers.includes(c.name)) issues.push({ path: `consumers.${i}`, message: `consumer "${c.name}" is defined twice` });
+    consumers.push(c.name);
+  });
   for (const [name, role] of Object.entries(config.roles ?? {})) {
     unknownKeys(role, ROLE, `roles.${name}`, issues);
+    refs(role?.consumers, consumers, `roles.${name}.consumers`, 'consumer', issues);
     refs(role?.jobs, kinds, `roles.${name}.jobs`, 'job kind', issues);
     refs(role?.daemons, daemons, `roles.${name}.daemons`, 'daemon', issues);
     refs(role?.schedules, schedules, `roles.${name}.schedules`, 'schedule', issues);
@@ -143,6 +162,7 @@ const WHERE: Record<string, string> = {
   maxConnections: 'database.maxConnections',
   preparedStatements: 'database.preparedStatements',
   budget: 'database.budget',
+  redisUrl: 'redis.url',
 };
 
 function configPath(clientPath: string): string {
@@ -165,6 +185,9 @@ export function toClientOptions(config: NightshiftConfig, o: { databaseUrl: stri
     jobs: config.jobs ?? [],
     daemons: config.daemons ?? [],
     schedules: config.schedules ?? [],
+    ...(config.streams ? { streams: config.streams } : {}),
+    ...(config.consumers ? { consumers: config.consumers } : {}),
+    ...(config.redis?.url ? { redisUrl: config.redis.url } : {}),
     roles: config.roles ?? {},
     ...(o.roles ? { activeRoles: o.roles } : {}),
     ...(config.requiredEnv ? { requiredEnv: config.requiredEnv } : {}),

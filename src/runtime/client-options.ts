@@ -11,6 +11,8 @@ import type { RoleDefinition } from '../roles/role-plan.js';
 import { ENV_NAME } from '../jobs/define-job.js';
 import type { DaemonDefinition } from '../leadership/define-daemon.js';
 import type { ScheduleDefinition } from '../schedules/define-schedule.js';
+import { isStreamDefinition, type StreamDefinition } from '../streams/define-stream.js';
+import { isConsumerDefinition, type ConsumerDefinition } from '../streams/define-consumer.js';
 
 /** Options of {@link createNightshift}. Every field's default is stated. */
 export interface NightshiftOptions {
@@ -74,6 +76,12 @@ export interface NightshiftOptions {
   daemons?: DaemonDefinition[];
   /** Schedules (from defineSchedule): each tick enqueues its job exactly once across the fleet. */
   schedules?: ScheduleDefinition[];
+  /** Redis for streams, `redis://…`. Default: REDIS_URL. Needed when streams or consumers are used. */
+  redisUrl?: string;
+  /** Streams (defineStream) this client publishes to by name. */
+  streams?: StreamDefinition[];
+  /** Stream consumers (defineConsumer), hosted by roles like jobs. */
+  consumers?: ConsumerDefinition[];
 }
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
@@ -123,6 +131,9 @@ const schema = z
     requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
     budget: z.object({ replicas: positiveInt(10_000).optional(), maxConnectionsPerProcess: positiveInt(10_000).optional() }).strict().optional(),
     registerProcess: z.boolean().optional(),
+    redisUrl: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
+    streams: z.array(z.custom<StreamDefinition>((v) => isStreamDefinition(v), 'must be created with defineStream')).optional(),
+    consumers: z.array(z.custom<ConsumerDefinition>((v) => isConsumerDefinition(v), 'must be created with defineConsumer')).optional(),
     schedules: z.array(z.custom<ScheduleDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as ScheduleDefinition).name === 'string' && typeof (v as ScheduleDefinition).spec === 'string', 'must be created with defineSchedule')).optional(),
     daemons: z.array(z.custom<DaemonDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as DaemonDefinition).name === 'string' && typeof (v as DaemonDefinition).run === 'function', 'must be created with defineDaemon')).optional(),
   })
@@ -160,6 +171,9 @@ export interface ResolvedOptions {
   registerProcess: boolean;
   daemons: DaemonDefinition[];
   schedules: ScheduleDefinition[];
+  redisUrl: string | undefined;
+  streams: StreamDefinition[];
+  consumers: ConsumerDefinition[];
 }
 
 const KEYS = Object.keys(schema.shape);
@@ -182,6 +196,9 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
   if (o.schema !== undefined && schemaNameProblem(o.schema)) issues.push({ path: 'schema', message: schemaNameProblem(o.schema)! });
   const leaseMs = o.leaseMs ?? 30_000;
   const heartbeatMs = o.heartbeatMs ?? Math.min(10_000, Math.floor(leaseMs / 3));
+  // Redis is checked where it is needed (a process hosting consumers, a publish), so a process
+  // that only works the queue can load a config with streams without REDIS_URL.
+  const redisUrl = o.redisUrl ?? (process.env.REDIS_URL || undefined);
   if (heartbeatMs >= leaseMs) issues.push({ path: 'heartbeatMs', message: `must be below leaseMs (${leaseMs}); a third of it is a good value` });
   if (issues.length) throw new ConfigError('nightshift options', issues);
   let queues: Map<string, number> | undefined;
@@ -224,5 +241,8 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     registerProcess: o.registerProcess ?? true,
     daemons: o.daemons ?? [],
     schedules: o.schedules ?? [],
+    redisUrl,
+    streams: o.streams ?? [],
+    consumers: o.consumers ?? [],
   });
 }

@@ -1,4 +1,5 @@
 import type { Database } from '../db/database.js';
+import { ConfigError } from '../errors.js';
 import { Listener } from '../db/listener.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
@@ -15,6 +16,8 @@ import type { ResolvedOptions } from './client-options.js';
 import { ProcessRegistry } from './process-registry.js';
 import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import { ScheduleTicker } from '../schedules/schedule-ticker.js';
+import type { ConsumerDefinition } from '../streams/define-consumer.js';
+import { ConsumerRunner, consumerLeaseName } from '../streams/consumer-runner.js';
 
 /** What a host needs from its client. */
 export interface HostDeps {
@@ -27,6 +30,7 @@ export interface HostDeps {
   options: Readonly<ResolvedOptions>;
   daemons: readonly DaemonDefinition[];
   schedules: readonly ScheduleDefinition[];
+  consumers: readonly ConsumerDefinition[];
 }
 
 /** The lease name of leader-only maintenance (rescue, expiry, pruning, process clean-up). */
@@ -45,6 +49,7 @@ export class Host {
   private tasks: PeriodicTask[] = [];
   private registry: ProcessRegistry | undefined;
   private ticker: ScheduleTicker | undefined;
+  private consumers: ConsumerRunner | undefined;
 
   constructor(
     private readonly d: HostDeps,
@@ -71,6 +76,8 @@ export class Host {
   leadership(): string[] {
     const held = (this.daemons?.status() ?? []).filter((d) => d.leader).map((d) => d.leaseName);
     if (this.maintenanceLeader?.term) held.push(MAINTENANCE_LEASE);
+    const active = new Set(this.consumers?.active ?? []);
+    for (const c of this.d.consumers) if (c.singleton && active.has(c.name)) held.push(consumerLeaseName(c));
     return held;
   }
 
@@ -121,6 +128,24 @@ export class Host {
       this.daemons = new DaemonRunner({ database: this.d.database, daemons, holder: o.owner, events: this.d.events, logger: this.d.logger });
       await this.daemons.start();
     }
+    const consumers = this.d.consumers.filter((c) => this.plan.consumers.includes(c.name));
+    if (consumers.length > 0) {
+      if (!o.redisUrl) {
+        throw new ConfigError('nightshift options', [{ path: 'redisUrl', message: `consumers ${consumers.map((c) => c.name).join(', ')} need Redis: give redisUrl or set REDIS_URL` }]);
+      }
+      const d = this.d;
+      this.consumers = new ConsumerRunner({
+        redisUrl: o.redisUrl!,
+        consumers,
+        owner: o.owner,
+        events: d.events,
+        logger: d.logger,
+        shutdownGraceMs: o.shutdownGraceMs,
+        // Singleton consumers are elected through the same lease rows as daemons.
+        leaderLease: (name) => new LeaseElector({ database: d.database, name, holder: o.owner, events: d.events, logger: d.logger }),
+      });
+      await this.consumers.start();
+    }
     if (o.maintenance) await this.startMaintenance();
     if (o.registerProcess) {
       this.registry = new ProcessRegistry(
@@ -140,6 +165,8 @@ export class Host {
     this.d.events.emit({ type: 'process.stopping', id: this.registry?.id ?? this.d.options.owner });
     await this.registry?.stop();
     await this.ticker?.stop();
+    // Consumers first among the workers: their handlers may use the pool or enqueue jobs.
+    await this.consumers?.stop();
     await this.stopMaintenanceTasks();
     await this.maintenanceLeader?.stop();
     await this.daemons?.stop();

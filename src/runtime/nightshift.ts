@@ -14,10 +14,14 @@ import { JobMaintenance, type Retention } from '../maintenance/job-maintenance.j
 import { EventBus, type EventListener } from '../telemetry/events.js';
 import { createLogger, logEvents, type Logger } from '../telemetry/logger.js';
 import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './client-options.js';
-import { MissingEnvError } from '../errors.js';
+import { ConfigError, MissingEnvError } from '../errors.js';
 import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
 import { listProcesses } from './process-registry.js';
 import { Host } from './host.js';
+import { jobLogList, jobLogStatements, type JobLogLine } from '../db/job-logs.js';
+import { StreamClient } from '../streams/stream-client.js';
+import type { StreamDefinition } from '../streams/define-stream.js';
+import type { StreamsDiagnosis } from '../streams/diagnose-streams.js';
 import { OpsServer } from './ops-server.js';
 import { NightshiftMetrics } from '../telemetry/metrics.js';
 import type { Registry } from 'prom-client';
@@ -41,6 +45,7 @@ export class Nightshift extends JobAdmin {
   private readonly maintenance: JobMaintenance;
   private host: Host | undefined;
   private metrics_: NightshiftMetrics | undefined;
+  private streamClient: StreamClient | undefined;
   private ops: OpsServer | undefined;
   private readonly schedules: ScheduleAdmin;
   private plan_: RolePlan | undefined;
@@ -176,6 +181,7 @@ export class Nightshift extends JobAdmin {
           options: o,
           daemons: o.daemons,
           schedules: o.schedules,
+          consumers: o.consumers,
         },
         plan,
       );
@@ -200,6 +206,7 @@ export class Nightshift extends JobAdmin {
       await this.host?.stop();
       this.enqueuer.stopped = true;
       await this.enqueuer.drain();
+      await this.streamClient?.stop();
       // Last: /readyz answers 503 while the process drains, until the very end.
       await this.ops?.stop();
       this.metrics_?.close();
@@ -247,7 +254,7 @@ export class Nightshift extends JobAdmin {
         jobs: this.registry.all().map((d) => ({ kind: d.kind, queue: d.queue, requiredEnv: d.requiredEnv ?? [] })),
         schedules: this.options.schedules.map((sc) => sc.name),
         daemons: this.options.daemons.map((d) => ({ name: d.name, requiredEnv: d.requiredEnv })),
-        consumers: [],
+        consumers: this.options.consumers.map((c) => c.name),
         requiredEnv: this.options.requiredEnv,
       },
       this.options.roles,
@@ -289,6 +296,34 @@ export class Nightshift extends JobAdmin {
       options,
     );
     return this.metrics_;
+  }
+
+  /**
+   * Publishes to a stream (`XADD <stream> * payload <json>`, trace context in its own field), after
+   * validating the payload against the stream's schema; nothing is written when it does not match.
+   */
+  publish<S extends PayloadSchema>(stream: StreamDefinition<S> | string, payload: SchemaInput<S>): Promise<{ id: string }> {
+    return this.streams().publish(stream, payload);
+  }
+
+  /** Per stream: length, groups, consumers, pending and oldest pending age, lag, dead letters, and a status in words. */
+  diagnoseStreams(options: { stalledAfterMs?: number } = {}): Promise<StreamsDiagnosis> {
+    return this.streams().diagnose({ streams: this.options.streams, consumers: this.options.consumers, ...options });
+  }
+
+  private streams(): StreamClient {
+    if (this.state === 'stopping' || this.state === 'stopped') throw new StoppedError('streams');
+    if (!this.options.redisUrl) {
+      throw new ConfigError('nightshift options', [{ path: 'redisUrl', message: 'streams need Redis: give redisUrl or set REDIS_URL' }]);
+    }
+    this.streamClient ??= new StreamClient({ redisUrl: this.options.redisUrl, streams: this.options.streams, events: this.events, owner: this.options.owner });
+    return this.streamClient;
+  }
+
+  /** What a job's handler logged with `ctx.log`, by attempt (bounded per attempt; deleted with the job). */
+  async jobLogs(id: string, options: { limit?: number } = {}): Promise<JobLogLine[]> {
+    await this.getJob(id);
+    return jobLogList(this.pool.pool, jobLogStatements(this.database.statements), id, Math.min(Math.max(1, options.limit ?? 1_000), 10_000));
   }
 
   /** Whether this client is started and not stopping: what `/readyz` reports. */

@@ -41,13 +41,42 @@ export type NightshiftEvent =
   | { type: 'leader.elected'; name: string; holder: string; token: string }
   | { type: 'leader.deposed'; name: string; holder: string; token: string; reason: 'lost' | 'expired' | 'released' }
   | { type: 'daemon.failed'; name: string; token: string; error: string; restartInMs: number }
-
   | { type: 'schedule.fired'; schedule: string; tickAt: Date; jobId: string; kind: string; manual: boolean; late: boolean }
   | { type: 'schedule.skipped'; schedule: string; tickAt: Date; reason: 'overlap' | 'catch-up'; missed: number }
   | { type: 'schedule.queued'; schedule: string; tickAt: Date }
   | { type: 'schedule.failed'; schedule: string; tickAt: Date; error: string }
   | { type: 'schedule.caught-up'; schedule: string; missed: number; fired: number; skipped: number }
+  | { type: 'stream.published'; stream: string; id: string }
+  | ({ type: 'stream.handled'; durationMs: number; expired: boolean } & StreamEntryFields)
+  | ({ type: 'stream.failed'; durationMs: number; error: string; willRetry: boolean } & StreamEntryFields)
+  | ({ type: 'stream.dead-lettered'; reason: string; error: string; deadLetterStream: string } & StreamEntryFields)
+  | ({ type: 'stream.expired'; ageMs: number } & StreamEntryFields)
+  | ({ type: 'stream.reclaimed'; count: number } & StreamConsumerFields)
+  | ({ type: 'stream.handed-back'; count: number } & StreamConsumerFields)
+  | ({ type: 'stream.consumer-started'; delivery: string; singleton: boolean; fencingToken: string | null } & StreamConsumerFields)
+  | ({ type: 'stream.consumer-stopped'; reason: string } & StreamConsumerFields)
+  | ({ type: 'stream.reclaim-unavailable'; error: string } & StreamConsumerFields)
+  | ({ type: 'stream.error'; where: string; error: string } & StreamConsumerFields)
+  | { type: 'stream.group-created'; stream: string; group: string; recreated: boolean }
+  | { type: 'stream.connection-lost'; connection: string; error: string }
+  | { type: 'stream.connected'; connection: string }
   | { type: 'listener.notified'; queue: string };
+
+/** Fields every stream consumer event carries. */
+export interface StreamConsumerFields {
+  stream: string;
+  group: string;
+  /** The consumer's name in the group (unique per process). */
+  consumer: string;
+}
+
+/** Fields every stream entry event carries. Never the payload. */
+export interface StreamEntryFields extends StreamConsumerFields {
+  /** The entry id, `<unix-ms>-<seq>`. */
+  id: string;
+  /** Deliveries of the entry so far, this one included. */
+  deliveries: number;
+}
 
 /** The type names of {@link NightshiftEvent}. */
 export type NightshiftEventType = NightshiftEvent['type'];

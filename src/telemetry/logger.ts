@@ -84,6 +84,20 @@ const LEVEL: Record<NightshiftEvent['type'], 'trace' | 'debug' | 'info' | 'warn'
   'schedule.queued': 'info',
   'schedule.failed': 'error',
   'schedule.caught-up': 'warn',
+  'stream.published': 'debug',
+  'stream.handled': 'debug',
+  'stream.failed': 'warn',
+  'stream.dead-lettered': 'error',
+  'stream.expired': 'info',
+  'stream.reclaimed': 'warn',
+  'stream.handed-back': 'info',
+  'stream.consumer-started': 'info',
+  'stream.consumer-stopped': 'info',
+  'stream.reclaim-unavailable': 'warn',
+  'stream.error': 'error',
+  'stream.group-created': 'info',
+  'stream.connection-lost': 'warn',
+  'stream.connected': 'info',
 };
 
 /** Event fields that may hold an error message written by application code (which may quote secrets). */

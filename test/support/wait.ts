@@ -8,7 +8,7 @@ export async function waitFor<T>(
   condition: () => T | Promise<T>,
   options: { timeoutMs?: number; everyMs?: number } = {},
 ): Promise<NonNullable<T>> {
-  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   let last: unknown;
   for (;;) {
     try {

@@ -70,9 +70,13 @@ export function registerJobs(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (id: string, f: { json?: boolean }, cmd: Command) => {
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const job = await withClient(ctx, (ns) => ns.getJob(id));
-      if (f.json) json(job);
-      else showJob(job);
+      const [job, logs] = await withClient(ctx, async (ns) => [await ns.getJob(id), await ns.jobLogs(id)] as const);
+      if (f.json) return json({ ...job, logs });
+      showJob(job);
+      if (logs.length) {
+        out('log:');
+        for (const l of logs) out(`  attempt ${l.attempt} ${l.at.toISOString()} ${l.level.padEnd(5)} ${l.msg}${l.fields ? ` ${JSON.stringify(l.fields)}` : ''}`);
+      }
     });
 
   const bulk = (name: 'retry' | 'cancel', description: string) =>

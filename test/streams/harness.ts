@@ -1,0 +1,86 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
+import { ROOT_CONTEXT, type Context, type ContextManager } from '@opentelemetry/api';
+import { Redis } from 'ioredis';
+import { afterEach } from 'vitest';
+import { ConsumerRunner, type ConsumerRunnerOptions } from '../../src/streams/consumer-runner.js';
+import { StreamClient, type StreamClientOptions } from '../../src/streams/stream-client.js';
+import { EventBus, type NightshiftEvent } from '../../src/telemetry/events.js';
+import type { RedisServer } from '../support/redis.js';
+
+/** A recorded event, stamped by the bus. */
+export type Recorded = NightshiftEvent & { at: number };
+
+/**
+ * Runners, clients and raw connections for the streams tests, all stopped after each test; and an
+ * event recorder. Stream names get a random suffix so tests sharing a server do not meet.
+ */
+export function useStreams(server: () => RedisServer) {
+  const stops: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const stop of stops.splice(0).reverse()) await stop();
+  });
+  return {
+    /** A unique stream name. */
+    name(base: string): string {
+      return `${base}:${randomBytes(4).toString('hex')}`;
+    },
+    /** A bus that records every event. */
+    recorder(): { events: EventBus; seen: Recorded[]; of<T extends Recorded['type']>(type: T): Extract<Recorded, { type: T }>[] } {
+      const events = new EventBus();
+      const seen: Recorded[] = [];
+      events.on((e) => seen.push(e));
+      return { events, seen, of: (type) => seen.filter((e) => e.type === type) as never };
+    },
+    runner(options: Omit<ConsumerRunnerOptions, 'redisUrl'> & { redisUrl?: string }): ConsumerRunner {
+      const r = new ConsumerRunner({ redisUrl: server().url, blockMs: 1_000, shutdownGraceMs: 5_000, ...options });
+      stops.push(() => r.stop());
+      return r;
+    },
+    client(options: Omit<StreamClientOptions, 'redisUrl'> & { redisUrl?: string } = {}): StreamClient {
+      const c = new StreamClient({ redisUrl: server().url, ...options });
+      stops.push(() => c.stop());
+      return c;
+    },
+    /** A raw connection for arranging and asserting (the tests' own view of Redis). */
+    redis(): Redis {
+      const r = new Redis(server().url, { maxRetriesPerRequest: 1 });
+      stops.push(() => r.quit().catch(() => r.disconnect()));
+      return r;
+    },
+  };
+}
+
+/** A promise with its resolve function, for handlers that wait for the test. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** Reads a flat `[k, v, …]` field list into an object. */
+export function fieldsOf(list: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < list.length; i += 2) out[list[i]!] = list[i + 1]!;
+  return out;
+}
+
+/** An OpenTelemetry context manager on AsyncLocalStorage, so context.with() reaches into async handlers. */
+export class LocalContextManager implements ContextManager {
+  private readonly storage = new AsyncLocalStorage<Context>();
+  active(): Context {
+    return this.storage.getStore() ?? ROOT_CONTEXT;
+  }
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+    return this.storage.run(ctx, () => fn.call(thisArg, ...args));
+  }
+  bind<T>(_ctx: Context, target: T): T {
+    return target;
+  }
+  enable(): this {
+    return this;
+  }
+  disable(): this {
+    return this;
+  }
+}
