@@ -9,7 +9,7 @@ import type { Recorder } from './recorder.js';
  */
 const EXPLAINING_FAULT = (start: string, end: string, pid: string) => `
   SELECT f.id, f.kind, f.started_at FROM %s.fault_log f
-  WHERE f.kind NOT IN ('clock-skew', 'rollback') AND f.started_at <= ${end} AND f.ended_at >= ${start}
+  WHERE f.kind NOT IN ('clock-skew', 'rollback', 'redis-restart') AND f.started_at <= ${end} AND f.ended_at >= ${start}
     AND (f.kind = 'pg-restart' OR f.target_pid = ${pid})
   ORDER BY f.started_at LIMIT 1`;
 
@@ -105,7 +105,7 @@ export async function checkAtMostOnce(r: Recorder, kind: string): Promise<Delive
             (extract(epoch FROM j.finished_at - f.started_at) * 1000)::float8 AS recovery_ms
      FROM j LEFT JOIN LATERAL (
        SELECT f.id, f.kind, f.started_at FROM ${q}.fault_log f
-       WHERE j.state IN ('abandoned', 'discarded') AND f.kind NOT IN ('clock-skew', 'rollback')
+       WHERE j.state IN ('abandoned', 'discarded') AND f.kind NOT IN ('clock-skew', 'rollback', 'redis-restart')
          AND f.started_at <= j.finished_at AND f.ended_at >= j.started_at
          AND (f.kind = 'pg-restart' OR f.target_pid = j.owner_pid
               OR (j.owner_pid IS NULL AND f.kind = 'backend-terminated'))
