@@ -31,7 +31,28 @@ try {
     if (only && !only.some((o) => scenario.id.startsWith(o))) continue;
     const schema = `faults_${scenario.id.split('-')[0]}_${randomBytes(3).toString('hex')}`;
     log(`scenario ${scenario.id}: ${scenario.title}`);
-    const result = await runScenario(scenario, size, { url: server.url, schema, server, random: new Random(seed), log });
+    let result: ScenarioResult;
+    const started = Date.now();
+    try {
+      result = await runScenario(scenario, size, { url: server.url, schema, server, random: new Random(seed), log });
+    } catch (err) {
+      // One broken scenario must not hide the figures of the others.
+      log(String(err instanceof Error ? (err.stack ?? err.message) : err));
+      result = {
+        id: scenario.id,
+        title: scenario.title,
+        faults: {},
+        jobs: 0,
+        unit: '',
+        lost: 0,
+        duplicates: { explained: 0, unexplained: 0 },
+        maxRecoveryMs: null,
+        recovery: '—',
+        invariants: [{ name: 'the scenario ran to the end', holds: false, detail: String(err).split('\n')[0]! }],
+        figures: {},
+        durationMs: Date.now() - started,
+      };
+    }
     results.push(result);
     log(`scenario ${scenario.id}: ${passed(result) ? 'invariants hold' : 'INVARIANTS FAILED'} (${(result.durationMs / 1000).toFixed(1)} s)`);
   }

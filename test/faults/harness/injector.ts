@@ -71,16 +71,21 @@ export class FaultInjector {
 
   /**
    * Terminates up to `count` random backends of nightshift processes (`pids`: only those of these
-   * processes; `listenerOnly`: only LISTEN connections). Returns how many were terminated.
+   * processes; `listenerOnly`: only LISTEN connections; `newestOnly`: only the newest connection
+   * of each name). Returns how many were terminated.
    */
-  async terminateBackends(options: { count: number; pids?: ReadonlySet<number>; listenerOnly?: boolean }): Promise<number> {
-    const { rows } = await this.admin.query<{ pid: number; application_name: string }>(
-      `SELECT pid, application_name FROM pg_stat_activity
+  async terminateBackends(options: { count: number; pids?: ReadonlySet<number>; listenerOnly?: boolean; newestOnly?: boolean }): Promise<number> {
+    const { rows } = await this.admin.query<{ pid: number; application_name: string; newest: boolean }>(
+      `SELECT pid, application_name,
+              backend_start = max(backend_start) OVER (PARTITION BY application_name) AS newest
+       FROM pg_stat_activity
        WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'nightshift:%'`,
     );
     let candidates = rows.filter((r) => {
       const owner = ownerPid(r.application_name);
       if (owner === null || (options.pids && !options.pids.has(owner))) return false;
+      // A silently cut connection leaves its server side behind: `newestOnly` skips such leftovers.
+      if (options.newestOnly && !r.newest) return false;
       return !options.listenerOnly || r.application_name.endsWith(':listener');
     });
     let done = 0;

@@ -48,7 +48,7 @@ async function run(ctx: ScenarioContext, p: ListenerParams): Promise<ScenarioRes
         const before = { a: connects(a).length, b: connects(b).length };
         const at = Date.now();
         if (mode === 'kill') {
-          await injector.terminateBackends({ count: 2, pids, listenerOnly: true });
+          await injector.terminateBackends({ count: 2, pids, listenerOnly: true, newestOnly: true });
         } else {
           const cut = proxy.cut((name) => name.endsWith(':listener') && pids.has(ownerPid(name) ?? -1));
           for (const name of cut) injector.record('listener-cut', ownerPid(name), `${name} silently cut`, at);
