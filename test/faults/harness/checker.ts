@@ -46,14 +46,24 @@ export async function checkAtLeastOnce(r: Recorder, kind: string, jobIds?: reado
   );
   const lost = jobs.filter((j) => j.state !== 'completed' || j.runs === 0);
   const overwritten = jobs.filter((j) => j.state === 'completed' && j.runs > 0 && j.final !== j.newest);
-  const { rows: dups } = await r.sql.query<{ job_id: string; pid: number; token: string; at: Date; next_at: Date; fault_kind: string | null; recovery_ms: number | null }>(
+  // Recovery: from the fault until the job was handed back for another run (the error entry its
+  // attempt left: rescue by lease expiry, a failure, a shutdown hand-back — database times). The
+  // wait until the re-run also counts the backlog ahead of it in its queue.
+  const { rows: dups } = await r.sql.query<{ job_id: string; pid: number; token: string; at: Date; next_at: Date; fault_kind: string | null; recovery_ms: number | null; wait_ms: number | null }>(
     `WITH e AS (
-       SELECT e.job_id, e.pid, e.token, e.at, lead(e.at) OVER (PARTITION BY e.job_id ORDER BY e.token, e.id) AS next_at
+       SELECT e.job_id, e.pid, e.token, e.attempt, e.at, lead(e.at) OVER (PARTITION BY e.job_id ORDER BY e.token, e.id) AS next_at
        FROM ${q}.effects e WHERE e.kind = $1 AND ($2::bigint[] IS NULL OR e.job_id = ANY($2::bigint[]))
      )
      SELECT e.job_id::text, e.pid, e.token::text, e.at, e.next_at, f.kind AS fault_kind,
-            (extract(epoch FROM e.next_at - f.started_at) * 1000)::float8 AS recovery_ms
-     FROM e LEFT JOIN LATERAL (${explaining(q, 'e.at', 'e.next_at', 'e.pid')}) f ON true
+            (extract(epoch FROM coalesce(back.at, e.next_at) - f.started_at) * 1000)::float8 AS recovery_ms,
+            (extract(epoch FROM e.next_at - f.started_at) * 1000)::float8 AS wait_ms
+     FROM e
+     JOIN ${q}.jobs j ON j.id = e.job_id
+     LEFT JOIN LATERAL (${explaining(q, 'e.at', 'e.next_at', 'e.pid')}) f ON true
+     LEFT JOIN LATERAL (
+       SELECT min((x->>'at')::timestamptz) AS at FROM jsonb_array_elements(coalesce(j.errors, '[]'::jsonb)) x
+       WHERE (x->>'attempt')::int = e.attempt AND (x->>'at')::timestamptz >= e.at
+     ) back ON true
      WHERE e.next_at IS NOT NULL`,
     [kind, ids],
   );
@@ -62,6 +72,7 @@ export async function checkAtLeastOnce(r: Recorder, kind: string, jobIds?: reado
   const byFault: Record<string, number> = {};
   for (const d of explained) byFault[d.fault_kind!] = (byFault[d.fault_kind!] ?? 0) + 1;
   const recoveries = explained.map((d) => d.recovery_ms ?? 0);
+  const waits = explained.map((d) => d.wait_ms ?? 0);
   const states: Record<string, number> = {};
   for (const j of jobs) states[j.state] = (states[j.state] ?? 0) + 1;
   return {
@@ -81,6 +92,7 @@ export async function checkAtLeastOnce(r: Recorder, kind: string, jobIds?: reado
     figures: {
       states: JSON.stringify(states),
       'duplicates by fault': JSON.stringify(byFault),
+      'longest wait from a fault to the re-run, backlog ahead included (ms)': waits.length ? Math.round(Math.max(...waits)) : '—',
       'max attempt': Math.max(0, ...jobs.map((j) => j.attempt)),
     },
   };

@@ -135,7 +135,7 @@ async function run(ctx: ScenarioContext, p: QueueFaultParams, delivery: 'at-leas
       maxRecoveryMs: report.maxRecoveryMs,
       recovery:
         delivery === 'at-least-once'
-          ? 'longest time from a fault to the re-run of a job it interrupted'
+          ? 'longest time from a fault to a job it interrupted being handed back for another run (rescued or failed)'
           : 'longest time from a fault to the job it interrupted being marked abandoned',
       invariants: report.invariants,
       figures: { ...report.figures, 'PostgreSQL downtime per restart (ms)': restarts.join(', '), 'processes started': fleet.all().length, ...(errors.length ? { 'injector errors': errors.join('; ') } : {}) },
