@@ -15,8 +15,10 @@ export interface RescuedRow {
 export function jobMaintenanceStatements(set: StatementSet) {
   return {
     // Expired leases: at-least-once jobs go back to available (the attempt counts; discarded when
-    // none is left), at-most-once jobs are abandoned for an operator. SKIP LOCKED so two rescuers
-    // never fight, and a job a worker is completing right now is left to that worker.
+    // none is left), at-most-once jobs whose start was recorded are abandoned for an operator, and
+    // at-most-once jobs that never started go back to available with their attempt returned.
+    // SKIP LOCKED so two rescuers never fight, and a job a worker is completing right now is left
+    // to that worker.
     rescue: set.plain(
       (s) => `
 WITH expired AS (
@@ -27,15 +29,20 @@ WITH expired AS (
   FOR UPDATE SKIP LOCKED
 ), upd AS (
   UPDATE ${s}.jobs j SET
-    state = CASE WHEN j.at_most_once THEN 'abandoned' WHEN j.attempt >= j.max_attempts THEN 'discarded' ELSE 'available' END::${s}.job_state,
+    state = CASE WHEN j.at_most_once AND j.started_at IS NULL THEN 'available'
+                 WHEN j.at_most_once THEN 'abandoned'
+                 WHEN j.attempt >= j.max_attempts THEN 'discarded' ELSE 'available' END::${s}.job_state,
+    attempt = CASE WHEN j.at_most_once AND j.started_at IS NULL THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
     run_at = now(),
     errors = ${s}.append_error(j.errors, jsonb_build_object(
       'attempt', j.attempt, 'at', now(), 'kind', 'lease-expired',
-      'message', 'lease expired: worker ' || coalesce(j.lease_owner, '?') || ' stopped renewing it (crashed, paused or cut off)')),
-    reason = CASE WHEN j.at_most_once THEN 'at-most-once job abandoned: its worker ' || coalesce(j.lease_owner, '?') || ' stopped while it ran'
+      'message', 'lease expired: worker ' || coalesce(j.lease_owner, '?') || ' stopped renewing it (crashed, paused or cut off)'
+                 || CASE WHEN j.at_most_once AND j.started_at IS NULL THEN ' before the handler started' ELSE '' END)),
+    reason = CASE WHEN j.at_most_once AND j.started_at IS NULL THEN j.reason
+                  WHEN j.at_most_once THEN 'at-most-once job abandoned: its worker ' || coalesce(j.lease_owner, '?') || ' stopped while it ran'
                   WHEN j.attempt >= j.max_attempts THEN 'attempts exhausted (last one lost its lease)'
                   ELSE j.reason END,
-    finished_at = CASE WHEN j.at_most_once OR j.attempt >= j.max_attempts THEN now() END,
+    finished_at = CASE WHEN (j.at_most_once AND j.started_at IS NOT NULL) OR (NOT j.at_most_once AND j.attempt >= j.max_attempts) THEN now() END,
     lease_owner = NULL, lease_expires_at = NULL
   FROM expired WHERE j.id = expired.id
   RETURNING j.id, j.kind, j.queue, j.state, j.attempt, expired.lease_owner AS owner

@@ -15,8 +15,22 @@ export interface ClaimedRow {
   lease_token: string;
   trace_context: Record<string, string> | null;
   run_at: Date;
-  created_at: Date;
+  priority: number;
+  /** Time left until `expires_at` when claimed, on the database clock; null without a deadline. */
+  expires_in_ms: number | null;
 }
+
+/**
+ * The fence of batched writes: ids in $1, their lease tokens in $2 (same order), still running.
+ * Deliberately no join on the pairs: with statistics that say almost nothing runs (the usual state
+ * of a queue table's statistics), the planner answered a join of `unnest($1, $2)` with a scan of
+ * every running row once per element, quadratic in the batch: 250-790 ms for a few hundred
+ * completions with two workers (auto_explain, bench/NOTES.md). Two `= ANY` filters are linear
+ * whatever the plan (a primary-key scan, or a scan with hashed arrays). They are as strict as the
+ * pairs: a token is issued to exactly one claim of one job, so a row whose token is in $2 is the
+ * job that claim took; the caller matches results by token.
+ */
+const FENCED = `j.id = ANY($1::bigint[]) AND j.lease_token = ANY($2::bigint[]) AND j.state = 'running'`;
 
 /** The worker's statements of one schema: the hot path, every write fenced by the lease token. */
 export function jobRunStatements(set: StatementSet) {
@@ -24,6 +38,11 @@ export function jobRunStatements(set: StatementSet) {
     // The inner SELECT walks jobs_claim in order (queue = $1, then priority, run_at, id) and skips
     // rows other workers hold. A job past its deadline is claimed only to be marked expired, in the
     // same statement, so it is never handed to a handler. The paused check is an InitPlan (run once).
+    // The UPDATE finds the picked rows through `id = ANY (ARRAY(...))`, a primary-key index scan:
+    // joining the CTE instead let the generic plan (which guesses the LIMIT at 10 % of the table)
+    // hash-join a sequential scan of every row, finished ones included.
+    // An at-most-once job gets no started_at here: the worker records the start just before its
+    // handler runs (jobStart), so a job claimed but never started is not abandoned after a crash.
     claim: set.named(
       'job_claim',
       (s) => `
@@ -41,12 +60,32 @@ UPDATE ${s}.jobs j SET
   lease_token = CASE WHEN j.expires_at <= now() THEN j.lease_token ELSE nextval('${s}.lease_token_seq') END,
   lease_owner = CASE WHEN j.expires_at <= now() THEN NULL ELSE $4 END,
   lease_expires_at = CASE WHEN j.expires_at <= now() THEN NULL ELSE now() + $5::float8 * interval '1 millisecond' END,
-  started_at = CASE WHEN j.expires_at <= now() THEN j.started_at ELSE now() END,
+  started_at = CASE WHEN j.expires_at <= now() THEN j.started_at WHEN j.at_most_once THEN NULL ELSE now() END,
   finished_at = CASE WHEN j.expires_at <= now() THEN now() END,
   reason = CASE WHEN j.expires_at <= now() THEN 'not started before its deadline ' || j.expires_at::text ELSE j.reason END
-FROM picked WHERE j.id = picked.id
+WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
 RETURNING j.id::text, j.kind, j.queue, j.state, j.payload, j.attempt, j.max_attempts, j.at_most_once,
-          j.lease_token::text, j.trace_context, j.run_at, j.created_at`,
+          j.lease_token::text, j.trace_context, j.run_at, j.priority,
+          (extract(epoch FROM j.expires_at - now()) * 1000)::float8 AS expires_in_ms`,
+    ),
+    // The start of at-most-once handlers, recorded (and committed) before they run: from then on a
+    // lost lease means "may have acted" and the job is abandoned rather than re-run.
+    start: set.named(
+      'job_start',
+      (s) => `
+UPDATE ${s}.jobs j SET started_at = now()
+WHERE ${FENCED}
+RETURNING j.lease_token::text AS token`,
+    ),
+    // A job claimed ahead of a free slot whose deadline passed before a slot freed: expired, its
+    // attempt given back (it never ran).
+    expireHeld: set.named(
+      'job_expire_held',
+      (s) => `
+UPDATE ${s}.jobs SET state = 'expired', attempt = greatest(attempt - 1, 0), finished_at = now(),
+  reason = 'not started before its deadline ' || expires_at::text, lease_owner = NULL, lease_expires_at = NULL
+WHERE id = $1 AND lease_token = $2 AND state = 'running'
+RETURNING id::text`,
     ),
     // Batched completion: (id, token) pairs; a pair whose token is stale matches nothing and is
     // reported back as refused.
@@ -54,9 +93,17 @@ RETURNING j.id::text, j.kind, j.queue, j.state, j.payload, j.attempt, j.max_atte
       'job_complete',
       (s) => `
 UPDATE ${s}.jobs j SET state = 'completed', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
-FROM unnest($1::bigint[], $2::bigint[]) AS c(id, token)
-WHERE j.id = c.id AND j.lease_token = c.token AND j.state = 'running'
-RETURNING j.id::text`,
+WHERE ${FENCED}
+RETURNING j.lease_token::text AS token`,
+    ),
+    // With completed jobs kept for no time (retention.completed = 0): the completion deletes the
+    // row, fenced the same way. A DELETE writes no new row version and no index entries.
+    completeDelete: set.named(
+      'job_complete_delete',
+      (s) => `
+DELETE FROM ${s}.jobs j
+WHERE ${FENCED}
+RETURNING j.lease_token::text AS token`,
     ),
     // One failed attempt: back to available after a delay, or held, or discarded. Fenced by token.
     fail: set.named(
@@ -78,9 +125,8 @@ RETURNING id::text`,
       'job_heartbeat',
       (s) => `
 UPDATE ${s}.jobs j SET lease_expires_at = now() + $3::float8 * interval '1 millisecond'
-FROM unnest($1::bigint[], $2::bigint[]) AS h(id, token)
-WHERE j.id = h.id AND j.lease_token = h.token AND j.state = 'running'
-RETURNING j.id::text`,
+WHERE ${FENCED}
+RETURNING j.lease_token::text AS token`,
     ),
     // Shutdown: hand jobs back at once. A job whose handler never started gets its attempt back;
     // an at-most-once job whose handler did start may have acted, so it is abandoned, not re-run.
@@ -97,7 +143,7 @@ WITH r AS (
     errors = CASE WHEN x.started THEN ${s}.append_error(j.errors, x.err::jsonb || jsonb_build_object('at', now())) ELSE j.errors END,
     lease_owner = NULL, lease_expires_at = NULL
   FROM unnest($1::bigint[], $2::bigint[], $3::bool[], $4::text[]) AS x(id, token, started, err)
-  WHERE j.id = x.id AND j.lease_token = x.token AND j.state = 'running'
+  WHERE j.id = x.id AND j.lease_token = x.token AND j.state = 'running' AND j.id = ANY($1::bigint[])
   RETURNING j.id, j.queue, j.state
 )
 SELECT r.id::text, r.state, pg_notify($5, r.queue) IS NULL AS notified FROM r`,
@@ -119,10 +165,21 @@ export function jobClaim(
   return run<ClaimedRow>(db, st.claim, [queue, kinds, limit, owner, leaseMs]);
 }
 
-/** Completes jobs; returns the ids whose token still held (the others were refused). */
-export async function jobComplete(db: Executor, st: JobRunStatements, ids: string[], tokens: string[]): Promise<Set<string>> {
-  const rows = await run<{ id: string }>(db, st.complete, [ids, tokens]);
-  return new Set(rows.map((r) => r.id));
+/** Records that the handlers of these claimed jobs start now; returns the lease tokens that still held. */
+export async function jobStart(db: Executor, st: JobRunStatements, ids: string[], tokens: string[]): Promise<Set<string>> {
+  const rows = await run<{ token: string }>(db, st.start, [ids, tokens]);
+  return new Set(rows.map((r) => r.token));
+}
+
+/** Expires a claimed job that never started; false when the token was stale. */
+export async function jobExpireHeld(db: Executor, st: JobRunStatements, id: string, token: string): Promise<boolean> {
+  return (await run(db, st.expireHeld, [id, token])).length === 1;
+}
+
+/** Completes jobs (or deletes them, with `remove`); returns the lease tokens that still held (the others were refused). */
+export async function jobComplete(db: Executor, st: JobRunStatements, ids: string[], tokens: string[], remove = false): Promise<Set<string>> {
+  const rows = await run<{ token: string }>(db, remove ? st.completeDelete : st.complete, [ids, tokens]);
+  return new Set(rows.map((r) => r.token));
 }
 
 /** The outcome of one failed attempt, decided by the jobs layer. */
@@ -141,7 +198,7 @@ export async function jobFail(db: Executor, st: JobRunStatements, id: string, to
   return rows.length === 1;
 }
 
-/** Extends leases; returns the ids still held. */
+/** Extends leases; returns the lease tokens still held. */
 export async function jobHeartbeat(
   db: Executor,
   st: JobRunStatements,
@@ -149,8 +206,8 @@ export async function jobHeartbeat(
   tokens: string[],
   leaseMs: number,
 ): Promise<Set<string>> {
-  const rows = await run<{ id: string }>(db, st.heartbeat, [ids, tokens, leaseMs]);
-  return new Set(rows.map((r) => r.id));
+  const rows = await run<{ token: string }>(db, st.heartbeat, [ids, tokens, leaseMs]);
+  return new Set(rows.map((r) => r.token));
 }
 
 /** A job handed back at shutdown. */

@@ -8,6 +8,7 @@ import { resolveEnqueueOptions, type EnqueueOptions, type EnqueueResult, type Re
 import { InsertBatcher } from './insert-batcher.js';
 import type { JobRegistry } from './job-registry.js';
 import { serialisePayload, toJson } from './payload.js';
+import { endProducerSpan, startProducerSpan } from '../telemetry/tracing.js';
 
 /** Options for one payload of a bulk enqueue: shared, or computed per payload. */
 export type EnqueueManyOptions<P> = EnqueueOptions | ((payload: P, index: number) => EnqueueOptions);
@@ -26,6 +27,7 @@ export class Enqueuer {
     private readonly maxPayloadBytes: number,
     private readonly events: EventBus,
     batching: { maxInFlight: number; maxBatch: number },
+    private readonly errorMessages = false,
   ) {
     this.batcher = new InsertBatcher((rows) => jobInsert(db.pool.pool, db.insert, rows, false), batching.maxInFlight, batching.maxBatch);
   }
@@ -36,10 +38,18 @@ export class Enqueuer {
     const def = this.registry.resolve(job);
     const json = await serialisePayload(def.kind, def.schema, payload, this.maxPayloadBytes);
     const r = resolveEnqueueOptions(def, options, json);
+    const trace = startProducerSpan(def.kind, r.row.queue, r.row.traceContext);
+    if (trace.carrier) r.row.traceContext = JSON.stringify(trace.carrier);
     let result: JobInsertResult;
-    if (r.db) [result] = (await jobInsert(r.db, this.db.insert, [r.row], r.debounced)) as [JobInsertResult];
-    else if (r.row.dedupeKey === null) result = await this.batcher.add(r.row);
-    else [result] = (await jobInsert(this.db.pool.pool, this.db.insert, [r.row], r.debounced)) as [JobInsertResult];
+    try {
+      if (r.db) [result] = (await jobInsert(r.db, this.db.insert, [r.row], r.debounced)) as [JobInsertResult];
+      else if (r.row.dedupeKey === null) result = await this.batcher.add(r.row);
+      else [result] = (await jobInsert(this.db.pool.pool, this.db.insert, [r.row], r.debounced)) as [JobInsertResult];
+    } catch (err) {
+      endProducerSpan(trace.span, undefined, err, this.errorMessages);
+      throw err;
+    }
+    endProducerSpan(trace.span, result.id);
     this.emitEnqueued(r.row, result);
     return result;
   }
@@ -72,8 +82,21 @@ export class Enqueuer {
     }
     const callerDb = resolved[0]!.db;
     if (this.stopped && !callerDb) throw new StoppedError('enqueueMany');
+    // One producer span for the batch; its context goes with every job that has none of its own.
+    const trace = startProducerSpan(def.kind, resolved[0]!.row.queue, null, resolved.length);
+    if (trace.carrier) {
+      const carrier = JSON.stringify(trace.carrier);
+      for (const r of resolved) r.row.traceContext ??= carrier;
+    }
     const write = (tx: Executor) => this.insertRounds(tx, resolved);
-    const results = callerDb ? await write(callerDb) : await this.db.pool.transaction(write);
+    let results: EnqueueResult[];
+    try {
+      results = callerDb ? await write(callerDb) : await this.db.pool.transaction(write);
+    } catch (err) {
+      endProducerSpan(trace.span, undefined, err, this.errorMessages);
+      throw err;
+    }
+    endProducerSpan(trace.span, undefined);
     resolved.forEach((r, i) => this.emitEnqueued(r.row, results[i]!));
     return results;
   }
@@ -141,7 +164,7 @@ export class Enqueuer {
   }
 
   private emitEnqueued(row: JobInsertRow, result: JobInsertResult): void {
-    if (!this.events.active) return;
+    if (!this.events.wants('job.enqueued')) return;
     this.events.emit({ type: 'job.enqueued', jobId: result.id, kind: row.kind, queue: row.queue, deduped: result.deduped });
   }
 }

@@ -34,6 +34,13 @@ export interface NightshiftOptions {
   heartbeatMs?: number;
   /** Longest wait between polls of an idle queue (the bound on latency if every notification is lost). Default 1000 ms. */
   pollIntervalMs?: number;
+  /**
+   * Most jobs each queue may claim ahead of its free slots, held (leased, heartbeated, not started)
+   * so a slot freed by a finished handler is filled without a round trip. The worker holds only
+   * what its recent rate would start within a few claim round trips (none for slow or stalled
+   * handlers), up to this. 0 claims only for free slots. See docs/jobs.md. Default 500.
+   */
+  prefetch?: number;
   /** On stop, how long running jobs may finish before they are aborted and handed back. Default 25 000 ms. */
   shutdownGraceMs?: number;
   /** Largest payload, in bytes of JSON. Default 1 MiB. */
@@ -44,7 +51,11 @@ export interface NightshiftOptions {
   maintenance?: boolean;
   /** How often maintenance runs. Default 5000 ms. */
   maintenanceIntervalMs?: number;
-  /** How long finished jobs are kept, per state. Default: completed 1 day, others 30 days. */
+  /**
+   * How long finished jobs are kept, per state. Default: completed 1 day, others 30 days.
+   * `completed: 0` deletes a job as it completes (a DELETE instead of an UPDATE, the cheapest
+   * completion; the job is then gone from listings at once).
+   */
   retention?: Retention;
   /** LISTEN for wake-ups (polling still runs). Default true. */
   listen?: boolean;
@@ -98,12 +109,13 @@ const schema = z
     leaseMs: ms.min(1_000).optional(),
     heartbeatMs: ms.min(100).optional(),
     pollIntervalMs: ms.min(10).optional(),
+    prefetch: z.number().int().min(0).max(10_000).optional(),
     shutdownGraceMs: z.number().int().min(0).max(2_147_483_647).optional(),
     maxPayloadBytes: positiveInt(256 * 1_048_576).optional(),
     maxConnections: positiveInt(1_000).optional(),
     maintenance: z.boolean().optional(),
     maintenanceIntervalMs: ms.min(100).optional(),
-    retention: z.record(z.enum(['completed', 'discarded', 'cancelled', 'expired']), z.union([z.number().min(0), z.literal(false)])).optional(),
+    retention: z.partialRecord(z.enum(['completed', 'discarded', 'cancelled', 'expired']), z.union([z.number().min(0), z.literal(false)])).optional(),
     listen: z.boolean().optional(),
     preparedStatements: z.boolean().optional(),
     logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function' && typeof (v as Logger).child === 'function', 'must be a pino logger (or one with info/warn/error/debug/child)').optional(),
@@ -150,6 +162,7 @@ export interface ResolvedOptions {
   leaseMs: number;
   heartbeatMs: number;
   pollIntervalMs: number;
+  prefetch: number;
   shutdownGraceMs: number;
   maxPayloadBytes: number;
   maxConnections: number;
@@ -220,6 +233,7 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     leaseMs,
     heartbeatMs,
     pollIntervalMs: o.pollIntervalMs ?? 1_000,
+    prefetch: o.prefetch ?? 500,
     shutdownGraceMs: o.shutdownGraceMs ?? 25_000,
     maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
     maxConnections: o.maxConnections ?? 10,

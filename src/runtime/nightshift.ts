@@ -73,7 +73,7 @@ export class Nightshift extends JobAdmin {
     this.enqueuer = new Enqueuer(database, this.registry, options.maxPayloadBytes, this.events, {
       maxInFlight: options.enqueueBatchInFlight,
       maxBatch: 1_000,
-    });
+    }, options.logErrorMessages);
     this.maintenance = new JobMaintenance(database, this.events);
     // Built now so duplicate schedule names and unknown kinds fail at construction.
     this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: options.schedules, events: this.events, actor: options.actor });
@@ -283,13 +283,21 @@ export class Nightshift extends JobAdmin {
     let cache: { at: number; rows: Promise<DepthRow[]> } | undefined;
     const depth = () => {
       // Scrapes from several Prometheus servers within a few seconds share one query.
-      if (!cache || Date.now() - cache.at > 5_000) cache = { at: Date.now(), rows: jobDepth(this.pool.pool, this.database.admin) };
+      if (!cache || Date.now() - cache.at > 5_000) {
+        const rows = jobDepth(this.pool.pool, this.database.admin);
+        rows.catch(() => (cache = undefined));
+        cache = { at: Date.now(), rows };
+      }
       return cache.rows;
     };
     this.metrics_ = new NightshiftMetrics(
       this.events,
       {
-        queues: async () => (await depth()).map((r) => ({ queue: r.queue, state: r.state, count: r.count, oldestAvailableSeconds: r.oldest_available_seconds })),
+        // A scrape during an outage (or after stop) reports no depth rather than failing the scrape.
+        queues: async () =>
+          this.state === 'stopped'
+            ? []
+            : (await depth().catch(() => [] as DepthRow[])).map((r) => ({ queue: r.queue, state: r.state, count: r.count, oldestAvailableSeconds: r.oldest_available_seconds })),
         pool: () => this.pool.stats(),
         leadership: () => this.host?.leadership() ?? [],
       },

@@ -1,4 +1,12 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
+
+// ioredis is loaded on first use (about 11 MB): a process that never touches streams does not pay for it.
+let RedisClass: typeof Redis | undefined;
+function redisClass(): typeof Redis {
+  RedisClass ??= (createRequire(import.meta.url)('ioredis') as { Redis: typeof Redis }).Redis;
+  return RedisClass;
+}
 import { RedisUnavailableError } from '../errors.js';
 import { trackResource } from '../lifecycle/resources.js';
 import type { EventBus } from '../telemetry/events.js';
@@ -44,7 +52,8 @@ export class RedisConnection {
     private readonly events: EventBus | undefined,
     options: { connectTimeoutMs?: number } = {},
   ) {
-    this.redis = new Redis(url, {
+    const RedisCtor = redisClass();
+    this.redis = new RedisCtor(url, {
       lazyConnect: true,
       connectionName: label.replace(/[^\x21-\x7e]/g, '_').slice(0, 100),
       maxRetriesPerRequest: 0,

@@ -87,17 +87,33 @@ export type EventListener = (event: NightshiftEvent & { at: number }) => void;
 /** The event bus of one client. */
 export class EventBus {
   private listeners: EventListener[] = [];
+  /** Listeners that take only some types (the logger below its level), with their filter. */
+  private readonly filters = new Map<EventListener, (type: NightshiftEventType) => boolean>();
 
   /** True when someone listens; callers skip building events otherwise. */
   get active(): boolean {
     return this.listeners.length > 0;
   }
 
-  /** Subscribes; returns the unsubscribe function. */
-  on(listener: EventListener): () => void {
+  /**
+   * True when some subscriber takes events of `type`. The per-job sites (enqueued, started,
+   * completed) check this, so a logger that drops debug events costs no event objects.
+   */
+  wants(type: NightshiftEventType): boolean {
+    for (const l of this.listeners) {
+      const f = this.filters.get(l);
+      if (!f || f(type)) return true;
+    }
+    return false;
+  }
+
+  /** Subscribes (to every event, or to the types `wants` accepts); returns the unsubscribe function. */
+  on(listener: EventListener, wants?: (type: NightshiftEventType) => boolean): () => void {
     this.listeners = [...this.listeners, listener];
+    if (wants) this.filters.set(listener, wants);
     return () => {
       this.listeners = this.listeners.filter((l) => l !== listener);
+      this.filters.delete(listener);
     };
   }
 

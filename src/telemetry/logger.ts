@@ -25,6 +25,8 @@ export interface LoggerOptions {
   redact?: string[];
   /** Human-readable lines instead of JSON. Default: when stdout is a terminal and NODE_ENV is not production. */
   pretty?: boolean;
+  /** Where JSON lines go. Default stdout. */
+  destination?: { write(line: string): unknown };
 }
 
 /**
@@ -34,14 +36,15 @@ export interface LoggerOptions {
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const keys = [...DEFAULT_REDACT, ...(options.redact ?? [])];
-  const pretty = options.pretty ?? (process.stdout.isTTY === true && process.env.NODE_ENV !== 'production');
-  return pino({
+  const pretty = options.destination ? false : (options.pretty ?? (process.stdout.isTTY === true && process.env.NODE_ENV !== 'production'));
+  const config = {
     name: options.name ?? 'nightshift',
     level: options.level ?? process.env.NIGHTSHIFT_LOG_LEVEL ?? 'info',
     base: { pid: process.pid, host: hostname() },
     redact: { paths: [...keys, ...keys.map((k) => `*.${k}`)], censor: '[redacted]' },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, ignore: 'pid,host,name', translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
-  });
+  };
+  return options.destination ? pino(config, options.destination as never) : pino(config);
 }
 
 /** A logger that drops everything. */
@@ -107,17 +110,22 @@ const ERROR_FIELDS = new Set(['error']);
  * Writes events to the logger: ids, kinds, queues, attempts and outcomes — never payloads, and not
  * error messages unless `errorMessages` is on (a message may quote whatever the failing code had
  * in hand; it is stored with the job, where access is controlled, and shown by `jobs show`).
+ * Subscribes with the logger's level as a filter, so per-job events below it are never built.
  */
 export function logEvents(bus: EventBus, logger: Logger, options: { errorMessages?: boolean } = {}): () => void {
-  return bus.on((event) => {
-    const level = LEVEL[event.type] ?? 'info';
-    if (!logger.isLevelEnabled(level)) return;
-    const { type, at: _at, ...fields } = event as NightshiftEvent & { at: number };
-    const line: Record<string, unknown> = { event: type };
-    for (const [k, v] of Object.entries(fields)) {
-      if (ERROR_FIELDS.has(k) && !options.errorMessages) continue;
-      line[k] = v;
-    }
-    logger[level](line, type);
-  });
+  return bus.on(
+    (event) => {
+      const level = LEVEL[event.type] ?? 'info';
+      if (!logger.isLevelEnabled(level)) return;
+      const { type, at: _at, ...fields } = event as NightshiftEvent & { at: number };
+      const line: Record<string, unknown> = { event: type };
+      for (const [k, v] of Object.entries(fields)) {
+        if (ERROR_FIELDS.has(k) && !options.errorMessages) continue;
+        line[k] = v;
+      }
+      logger[level](line, type);
+    },
+    // Asked at each emit site, so a level changed at run time still takes effect.
+    (type) => logger.isLevelEnabled(LEVEL[type] ?? 'info'),
+  );
 }

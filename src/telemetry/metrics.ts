@@ -37,7 +37,7 @@ export class NightshiftMetrics {
     const discarded = counter('jobs_discarded_total', 'Jobs discarded (attempts exhausted, discarded by the handler, invalid payload).');
     const held = counter('jobs_held_total', 'Jobs held for manual review.');
     const expired = counter('jobs_expired_total', 'Jobs expired before they started.');
-    const cancelled = counter('jobs_cancelled_total', 'Running jobs cancelled while this process held them.');
+    const cancelled = counter('jobs_cancelled_total', 'Jobs cancelled through this client (API, CLI, dashboard).');
     const rescued = counter('jobs_rescued_total', 'Jobs taken back from a worker whose lease expired.');
     const abandoned = counter('jobs_abandoned_total', 'At-most-once jobs abandoned after their worker died or stopped while they ran.');
     const refused = counter('jobs_refused_writes_total', 'Writes refused because the lease token was stale.');

@@ -31,10 +31,15 @@ export interface ProducerTrace {
  * Starts the producer span of an enqueue, as a child of the active context, and returns the
  * context to store with the job. `explicit` (a caller-given trace context) is kept as is.
  */
-export function startProducerSpan(kind: string, queue: string, explicit: string | null): ProducerTrace {
+export function startProducerSpan(kind: string, queue: string, explicit: string | null, batch?: number): ProducerTrace {
   const span = tracer().startSpan(`send ${queue}`, {
     kind: SpanKind.PRODUCER,
-    attributes: { ...attributes(kind, queue), 'messaging.operation.type': 'send', 'messaging.operation.name': 'send' },
+    attributes: {
+      ...attributes(kind, queue),
+      'messaging.operation.type': 'send',
+      'messaging.operation.name': 'send',
+      ...(batch !== undefined ? { 'messaging.batch.message_count': batch } : {}),
+    },
   });
   if (explicit !== null) return { span, carrier: null };
   const carrier: Record<string, string> = {};

@@ -1,19 +1,33 @@
 import type { ClaimedRow } from '../db/jobs-run.js';
+import type { JobLog } from './job-log.js';
 
 /** Why a running job's signal was aborted. */
 export type AbortCause = 'timeout' | 'cancelled' | 'lease-lost' | 'shutdown';
 
 /** A job whose lease this process holds, from claim until its outcome is written. */
-export interface ActiveJob {
-  readonly row: ClaimedRow;
-  readonly controller: AbortController;
+export class ActiveJob {
   /** The handler was called. */
-  started: boolean;
+  started = false;
   /** The outcome is decided (and being or already written): a late handler result is ignored. */
-  finished: boolean;
-  cause: AbortCause | undefined;
+  finished = false;
+  cause: AbortCause | undefined = undefined;
   /** `performance.now()` when the handler started. */
-  startedAt: number;
+  startedAt = 0;
+  /**
+   * `performance.now()` after which the job must not start (its `expires_at`, measured from before
+   * the claim was sent, so never later than the database's deadline); undefined without one.
+   */
+  deadline: number | undefined = undefined;
+  /** What the handler logged with `ctx.log` (made on first use), written with the job when the attempt ends. */
+  log: JobLog | undefined = undefined;
+  private controller_: AbortController | undefined;
+
+  constructor(readonly row: ClaimedRow) {}
+
+  /** Made on first use: most handlers never look at their signal, and one per job costs (bench/NOTES.md). */
+  get controller(): AbortController {
+    return (this.controller_ ??= new AbortController());
+  }
 }
 
 /** The leases this process holds, by job id. */
@@ -21,7 +35,7 @@ export class ActiveJobs {
   private readonly byId = new Map<string, ActiveJob>();
 
   add(row: ClaimedRow): ActiveJob {
-    const job: ActiveJob = { row, controller: new AbortController(), started: false, finished: false, cause: undefined, startedAt: 0 };
+    const job = new ActiveJob(row);
     this.byId.set(row.id, job);
     return job;
   }

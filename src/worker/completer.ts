@@ -24,6 +24,8 @@ export class Completer {
     private readonly maxBatch: number,
     private readonly retryForMs: number,
     private readonly onError: (err: unknown) => void,
+    /** Delete completed jobs instead of keeping them (retention.completed = 0). */
+    private readonly remove = false,
   ) {}
 
   /** Queues a completion; resolves true when written, false when the token was stale (refused). */
@@ -75,8 +77,9 @@ export class Completer {
           this.db.run,
           batch.map((p) => p.id),
           batch.map((p) => p.token),
+          this.remove,
         );
-        for (const p of batch) p.resolve(applied.has(p.id));
+        for (const p of batch) p.resolve(applied.has(p.token));
         return;
       } catch (err) {
         this.onError(err);

@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Database } from '../db/database.js';
-import { jobFail, jobHeartbeat } from '../db/jobs-run.js';
+import { jobFail } from '../db/jobs-run.js';
 import { JobTimeoutError, LeaseLostError } from '../errors.js';
-import type { JobContext, JobDefinition, JobLogger } from '../jobs/define-job.js';
+import type { JobDefinition } from '../jobs/define-job.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import { decideFailure } from '../jobs/failure-policy.js';
 import { isJobControl } from '../jobs/job-control.js';
@@ -12,6 +12,11 @@ import type { EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ActiveJob, ActiveJobs } from './active-jobs.js';
 import type { Completer } from './completer.js';
+import { RunContext, type RunContextShared } from './run-context.js';
+import type { StartMarks } from './start-marks.js';
+import { jobLogInsert, jobLogStatements, type JobLogStatements } from '../db/job-logs.js';
+import { endConsumerSpan, startConsumerSpan, withContext } from '../telemetry/tracing.js';
+import { DEFAULT_REDACT } from '../telemetry/logger.js';
 
 /** What became of a run, for the worker's bookkeeping. */
 export type RunEnd = 'recorded' | 'interrupted';
@@ -32,14 +37,45 @@ export class JobRunner {
     private readonly events: EventBus,
     private readonly logger: Logger,
     private readonly leaseMs: number,
-  ) {}
+    private readonly marks: StartMarks,
+    redact: ReadonlySet<string> = new Set(DEFAULT_REDACT),
+    private readonly errorMessages = false,
+  ) {
+    this.shared = { db, logger, enqueuer, leaseMs, redact, leaseLost: (job, why) => this.leaseLost(job, why) };
+    this.logs = jobLogStatements(db.statements);
+  }
 
-  async run(job: ActiveJob): Promise<RunEnd> {
+  private readonly logs: JobLogStatements;
+
+  private readonly shared: RunContextShared;
+
+  /**
+   * Runs the job; `handlerDone` is called as soon as the handler has returned (or thrown), before
+   * its outcome is written, so the caller can give the concurrency slot to the next job while the
+   * write is batched. The job keeps its lease (and heartbeats) until the write lands.
+   */
+  async run(job: ActiveJob, handlerDone: () => void = () => undefined): Promise<RunEnd> {
     const row = job.row;
     const def = this.registry.get(row.kind) as JobDefinition;
+    if (row.at_most_once) {
+      // The start is committed before the handler runs (see StartMarks).
+      const mark = await this.marks.mark(job);
+      if (job.finished) {
+        handlerDone();
+        return 'recorded';
+      }
+      if (mark !== 'started') {
+        handlerDone();
+        if (mark === 'failed') return 'interrupted'; // handed back unrun
+        job.finished = true;
+        this.active.remove(job);
+        this.refused(job, 'start');
+        return 'recorded';
+      }
+    }
     job.started = true;
     job.startedAt = performance.now();
-    if (this.events.active) {
+    if (this.events.wants('job.started')) {
       this.events.emit({ type: 'job.started', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, waitMs: Date.now() - row.run_at.getTime() });
     }
     let timer: NodeJS.Timeout | undefined;
@@ -49,21 +85,48 @@ export class JobRunner {
     let result: unknown;
     let error: unknown;
     let threw = false;
+    // The consumer span continues the trace stored at enqueue, in whatever process runs the job.
+    const trace = startConsumerSpan({ id: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, traceContext: row.trace_context });
     try {
       const payload = await parsePayload(row.kind, def.schema, row.payload);
-      result = await def.run(payload, this.context(job));
+      const ctx = new RunContext(this.shared, job);
+      result = await withContext(trace.context, () => def.run(payload, ctx));
     } catch (err) {
       threw = true;
       error = err;
     } finally {
       clearTimeout(timer);
+      handlerDone();
     }
-    if (job.finished) return 'recorded';
-    if (job.cause === 'shutdown' && (threw || isJobControl(result))) return 'interrupted';
+    if (job.log) await this.writeLog(job);
+    if (job.finished) {
+      endConsumerSpan(trace.span, job.cause ?? 'finished', threw ? error : undefined, this.errorMessages);
+      return 'recorded';
+    }
+    if (job.cause === 'shutdown' && (threw || isJobControl(result))) {
+      endConsumerSpan(trace.span, 'interrupted', threw ? error : undefined, this.errorMessages);
+      return 'interrupted';
+    }
     job.finished = true;
-    if (threw || isJobControl(result)) await this.fail(job, def, threw ? error : result, 'error');
-    else await this.complete(job);
+    if (threw || isJobControl(result)) {
+      const outcome = await this.fail(job, def, threw ? error : result, 'error');
+      endConsumerSpan(trace.span, outcome, threw && !isJobControl(error) ? error : undefined, this.errorMessages);
+    } else {
+      await this.complete(job);
+      endConsumerSpan(trace.span, 'completed');
+    }
     return 'recorded';
+  }
+
+  /** Writes what the handler logged; a failure to write costs the lines, never the job. */
+  private async writeLog(job: ActiveJob): Promise<void> {
+    const lines = job.log!.take();
+    job.log = undefined;
+    try {
+      await jobLogInsert(this.db.pool.pool, this.logs, job.row.id, job.row.attempt, lines);
+    } catch (err) {
+      this.events.emit({ type: 'worker.error', where: 'job log', error: err instanceof Error ? err.message : String(err) });
+    }
   }
 
   private async complete(job: ActiveJob): Promise<void> {
@@ -71,14 +134,14 @@ export class JobRunner {
     const applied = await this.completer.complete(row.id, row.lease_token);
     this.active.remove(job);
     if (applied) {
-      if (this.events.active) {
+      if (this.events.wants('job.completed')) {
         this.events.emit({ type: 'job.completed', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, durationMs: performance.now() - job.startedAt });
       }
     } else this.refused(job, 'complete');
   }
 
-  /** Writes a failed attempt; used for handler errors and timeouts. */
-  private async fail(job: ActiveJob, def: JobDefinition, err: unknown, kind: 'error' | 'timeout'): Promise<void> {
+  /** Writes a failed attempt (handler errors and timeouts); returns the state it led to. */
+  private async fail(job: ActiveJob, def: JobDefinition, err: unknown, kind: 'error' | 'timeout'): Promise<string> {
     const row = job.row;
     const outcome = decideFailure(def, row.attempt, row.max_attempts, err, kind);
     let applied = false;
@@ -88,11 +151,15 @@ export class JobRunner {
       // The lease lapses and the rescuer takes the job back; nothing is lost.
       this.events.emit({ type: 'worker.error', where: 'record failure', error: String(writeErr) });
       this.active.remove(job);
-      return;
+      return 'unrecorded';
     }
     this.active.remove(job);
-    if (!applied) return this.refused(job, 'fail');
-    if (!this.events.active) return;
+    if (!applied) {
+      this.refused(job, 'fail');
+      return 'refused';
+    }
+    const state = outcome.state === 'available' ? 'retry' : outcome.state;
+    if (!this.events.active) return state;
     const base = { jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt };
     if (outcome.state === 'held') this.events.emit({ type: 'job.held', ...base, reason: outcome.reason ?? '' });
     else {
@@ -104,8 +171,10 @@ export class JobRunner {
         willRetry: outcome.state === 'available',
         delayMs: outcome.delayMs,
       });
+      if (outcome.state === 'available') this.events.emit({ type: 'job.retried', ...base, delayMs: outcome.delayMs });
       if (outcome.state === 'discarded') this.events.emit({ type: 'job.discarded', ...base, reason: outcome.reason ?? '' });
     }
+    return state;
   }
 
   private onTimeout(job: ActiveJob, def: JobDefinition): void {
@@ -139,37 +208,5 @@ export class JobRunner {
     this.active.remove(job);
     const row = job.row;
     if (this.events.active) this.events.emit({ type: 'job.lease-lost', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, why });
-  }
-
-  private context(job: ActiveJob): JobContext {
-    const row = job.row;
-    const logger = this.logger;
-    const db = this.db;
-    const leaseMs = this.leaseMs;
-    const lost = (why: string) => this.leaseLost(job, why);
-    let log: JobLogger | undefined;
-    return {
-      jobId: row.id,
-      kind: row.kind,
-      queue: row.queue,
-      attempt: row.attempt,
-      maxAttempts: row.max_attempts,
-      leaseToken: row.lease_token,
-      signal: job.controller.signal,
-      db: this.db.pool.pool,
-      get log() {
-        log ??= logger.child({ jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt });
-        return log;
-      },
-      async heartbeat() {
-        if (job.finished) throw new LeaseLostError(row.id, job.cause ?? 'the job already finished');
-        const held = await jobHeartbeat(db.pool.pool, db.run, [row.id], [row.lease_token], leaseMs);
-        if (!held.has(row.id)) {
-          lost('heartbeat found the lease taken');
-          throw new LeaseLostError(row.id, 'heartbeat found the lease taken');
-        }
-      },
-      enqueue: (jobOrKind, payload, options) => this.enqueuer.enqueue(jobOrKind as JobDefinition | string, payload, options),
-    };
   }
 }

@@ -1,5 +1,7 @@
+import { performance } from 'node:perf_hooks';
 import type { Database } from '../db/database.js';
 import { jobClaim, type ClaimedRow } from '../db/jobs-run.js';
+import type { ActiveJob } from './active-jobs.js';
 import type { Slots } from './slots.js';
 
 export interface FetcherOptions {
@@ -11,37 +13,78 @@ export interface FetcherOptions {
   minPollMs: number;
   /** Longest idle poll: the bound on latency when every notification is lost. */
   maxPollMs: number;
+  /** Most jobs claimed ahead of free slots and held here until one frees; 0 claims only for free slots. */
+  prefetch: number;
+}
+
+/** What the fetcher needs from its worker. */
+export interface FetcherHost {
+  /** Takes the lease of a claimed job into the process's set (heartbeats, shutdown hand-back). */
+  hold(row: ClaimedRow): ActiveJob;
+  /** Runs a held job in the slots the fetcher has just taken for it. */
+  start(job: ActiveJob): void;
+  /** A job the claim itself found past its deadline (the database marked it expired). */
+  expired(row: ClaimedRow): void;
+  /** A held job whose deadline passed before a slot freed. */
+  expireHeld(job: ActiveJob): void;
+  /** Leases the process may still take (claimed, running or being completed): the back-pressure. */
+  room(): number;
+  onError(err: unknown): void;
+  onClaimed(queue: string, asked: number, count: number): void;
 }
 
 /**
- * The claim loop of one queue. Claims as many jobs as both the queue's and the process's free
- * slots allow, in one statement; claims again at once when the batch came back full; otherwise
- * sleeps until a wake-up (notification, reconnect) or the poll timer, which backs off while the
+ * The claim loop of one queue. One statement claims jobs for the free slots (the queue's and the
+ * process's) plus some more, held here in claim order, leases renewed by heartbeats, so that a slot
+ * freed by a finished handler is filled at once, without a round trip. How many more adapts to the
+ * queue: about what the slots would start during a few claim round trips at the recent rate,
+ * never more than `prefetch`. Fast jobs get large batches; slow or stalled ones get none, so a busy
+ * process does not sit on jobs an idle one could run. The loop claims again when slots are free,
+ * or when the held jobs fall to half the target; at once when a batch came back full, otherwise
+ * it sleeps until a wake-up (notification, reconnect) or the poll timer, which backs off while the
  * queue stays empty. Polling is the correctness path; notifications only shorten the wait.
+ *
+ * Held jobs have not started: shutdown hands them back unrun (attempt returned), a cancel drops
+ * them, a deadline that passes while they wait expires them instead of running them, and an
+ * at-most-once job only counts as started once its start is recorded (see JobRunner), so a crash
+ * never abandons a job that was merely held.
  */
 export class QueueFetcher {
   private stopping = false;
   private woken = false;
   private wake_: (() => void) | undefined;
+  private need_: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private loopDone: Promise<void> | undefined;
   private idleMs: number;
+  private held: ActiveJob[] = [];
+  private heldHead = 0;
+  /** Jobs started since the last claim, and when that claim was sent: the recent rate. */
+  private starts = 0;
+  private lastClaimAt = 0;
+  /** Smoothed jobs started per ms, and claim round trip in ms. */
+  private rate = 0;
+  private claimMs = 1;
+  /** Jobs to hold ahead of free slots, recomputed at every claim. */
+  private target = 0;
 
   constructor(
     private readonly db: Database,
     private readonly o: FetcherOptions,
     private readonly global: Slots,
     private readonly local: Slots,
-    private readonly dispatch: (row: ClaimedRow) => void,
-    private readonly onExpired: (row: ClaimedRow) => void,
-    private readonly onError: (err: unknown) => void,
-    private readonly onClaimed?: (queue: string, asked: number, count: number) => void,
+    private readonly host: FetcherHost,
   ) {
     this.idleMs = o.minPollMs;
   }
 
   get queue(): string {
     return this.o.queue;
+  }
+
+  /** Jobs claimed and waiting here for a slot. */
+  get waiting(): number {
+    return this.held.length - this.heldHead;
   }
 
   start(): void {
@@ -57,47 +100,112 @@ export class QueueFetcher {
     w?.();
   }
 
-  /** Stops claiming; resolves when the loop has exited (no claim in flight). */
+  /** Starts held jobs while slots are free; called after a claim and whenever a slot or lease frees. */
+  pump(): void {
+    while (!this.stopping && this.waiting > 0 && this.local.free > 0 && this.global.free > 0) {
+      const job = this.held[this.heldHead++]!;
+      if (job.finished) continue; // cancelled or lost while held
+      if (job.deadline !== undefined && performance.now() >= job.deadline) {
+        this.host.expireHeld(job);
+        continue;
+      }
+      this.global.take(1);
+      this.local.take(1);
+      this.starts++;
+      this.host.start(job);
+    }
+    if (this.heldHead > 64 && this.heldHead * 2 > this.held.length) {
+      this.held = this.held.slice(this.heldHead);
+      this.heldHead = 0;
+    }
+    if (this.need_ && this.needsClaim()) {
+      const n = this.need_;
+      this.need_ = undefined;
+      n();
+    }
+  }
+
+  /** Stops claiming; resolves when the loop has exited (no claim in flight). Held jobs stay held for the worker to hand back. */
   async stop(): Promise<void> {
     this.stopping = true;
     this.wake();
+    this.need_?.();
     this.global.wakeAll();
     this.local.wakeAll();
     await this.loopDone;
   }
 
+  private freeSlots(): number {
+    return Math.min(this.local.free, this.global.free);
+  }
+
+  private needsClaim(): boolean {
+    if (this.host.room() <= 0) return false;
+    if (this.freeSlots() > 0) return true;
+    return this.target > 0 && this.waiting <= this.target / 2;
+  }
+
+  /** Updates the rate and the number of jobs to hold ahead, at the moment a claim is sent. */
+  private retarget(at: number): void {
+    if (this.lastClaimAt > 0) {
+      const recent = this.starts / Math.max(1, at - this.lastClaimAt);
+      this.rate = 0.5 * this.rate + 0.5 * recent;
+    }
+    this.starts = 0;
+    this.lastClaimAt = at;
+    this.target = Math.min(this.o.prefetch, Math.ceil(this.rate * this.claimMs * HOLD_ROUND_TRIPS));
+  }
+
   private async loop(): Promise<void> {
     while (!this.stopping) {
-      const want = Math.min(this.local.free, this.global.free);
-      if (want <= 0) {
-        // Wait for the limit that is exhausted; stop() wakes both.
-        await (this.local.free <= 0 ? this.local.whenFree() : this.global.whenFree());
+      this.pump();
+      if (!this.needsClaim()) {
+        await new Promise<void>((resolve) => (this.need_ = resolve));
         continue;
       }
-      const n = this.global.take(want);
-      this.local.take(n);
+      // Slots for the jobs that start at once are taken before the claim, so the fetchers of other
+      // queues cannot promise them too; the rest of the batch waits here for slots.
+      const sentAt = performance.now();
+      this.retarget(sentAt);
+      const room = this.host.room();
+      const now = this.global.take(Math.min(this.freeSlots(), room));
+      this.local.take(now);
+      const ahead = Math.max(0, Math.min(this.target - this.waiting, room - now));
+      const n = now + ahead;
+      if (n === 0) {
+        await new Promise<void>((resolve) => (this.need_ = resolve));
+        continue;
+      }
       let rows: ClaimedRow[];
       try {
         rows = await jobClaim(this.db.pool.pool, this.db.run, this.o.queue, this.o.kinds, n, this.o.owner, this.o.leaseMs);
       } catch (err) {
-        this.global.give(n);
-        this.local.give(n);
-        this.onError(err);
+        this.global.give(now);
+        this.local.give(now);
+        this.host.onError(err);
         this.idleMs = Math.min(this.o.maxPollMs * 5, Math.max(this.idleMs * 2, 500));
         await this.sleep(this.idleMs);
         continue;
       }
-      this.onClaimed?.(this.o.queue, n, rows.length);
-      let running = 0;
+      this.claimMs = 0.7 * this.claimMs + 0.3 * (performance.now() - sentAt);
+      this.host.onClaimed(this.o.queue, n, rows.length);
+      if (rows.length > 1) rows.sort(claimOrder);
+      let started = 0;
       for (const row of rows) {
-        if (row.state === 'expired') this.onExpired(row);
-        else {
-          running++;
-          this.dispatch(row);
+        if (row.state === 'expired') {
+          this.host.expired(row);
+          continue;
         }
+        const job = this.host.hold(row);
+        if (row.expires_in_ms !== null) job.deadline = sentAt + row.expires_in_ms;
+        if (started < now && !this.stopping) {
+          started++;
+          this.starts++;
+          this.host.start(job);
+        } else this.held.push(job);
       }
-      this.global.give(n - running);
-      this.local.give(n - running);
+      this.global.give(now - started);
+      this.local.give(now - started);
       if (rows.length === n) {
         this.idleMs = this.o.minPollMs;
         continue;
@@ -125,4 +233,17 @@ export class QueueFetcher {
       this.timer = setTimeout(done, ms);
     });
   }
+}
+
+/**
+ * Jobs held ahead are sized to this many claim round trips of work at the recent rate: a claim is
+ * then sent with about half of that still waiting, and brings about half. Larger claims spread a
+ * claim's fixed cost (round trip, commit) over more jobs; the work held stays a few tens of
+ * milliseconds' worth (bench/NOTES.md).
+ */
+const HOLD_ROUND_TRIPS = 8;
+
+/** The claim's order: priority, then run_at, then id (ids are decimal strings of bigints). */
+function claimOrder(a: ClaimedRow, b: ClaimedRow): number {
+  return a.priority - b.priority || a.run_at.getTime() - b.run_at.getTime() || a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }

@@ -1,17 +1,18 @@
 import type { Database } from '../db/database.js';
-import { jobHeartbeat, jobRelease, type ClaimedRow } from '../db/jobs-run.js';
+import { jobExpireHeld, jobHeartbeat, jobRelease, type ClaimedRow } from '../db/jobs-run.js';
 import { JobCancelledError, ShutdownError } from '../errors.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { trackResource } from '../lifecycle/resources.js';
 import type { EventBus } from '../telemetry/events.js';
-import type { Logger } from '../telemetry/logger.js';
+import { DEFAULT_REDACT, type Logger } from '../telemetry/logger.js';
 import { ActiveJobs, type ActiveJob } from './active-jobs.js';
 import { Completer } from './completer.js';
 import { JobRunner } from './job-runner.js';
 import { QueueFetcher } from './queue-fetcher.js';
 import { Slots } from './slots.js';
+import { StartMarks } from './start-marks.js';
 
 /** Resolved worker settings (see the client options for their documentation and defaults). */
 export interface WorkerSettings {
@@ -25,9 +26,17 @@ export interface WorkerSettings {
   heartbeatMs: number;
   minPollMs: number;
   maxPollMs: number;
+  /** Jobs each queue claims ahead of free slots (0: claim only for free slots). */
+  prefetch: number;
+  /** Delete a job when it completes (completed jobs are kept for no time). */
+  deleteCompleted: boolean;
   shutdownGraceMs: number;
   /** After the grace period, how long aborted handlers get to return before their jobs are handed back. */
   abortGraceMs: number;
+  /** Keys redacted from what `ctx.log` keeps with the job. */
+  redact?: readonly string[];
+  /** Error messages in spans (default: name and code only). */
+  errorMessages?: boolean;
 }
 
 /**
@@ -42,7 +51,10 @@ export class Worker {
   private readonly completer: Completer;
   private readonly runner: JobRunner;
   private readonly heartbeat: PeriodicTask;
-  private readonly runs = new Set<Promise<unknown>>();
+  /** Jobs whose handler was dispatched, until their outcome is written. */
+  private readonly runs = new Map<ActiveJob, Promise<void>>();
+  /** Leases held at most (running, waiting for a slot, or being completed): back-pressure on claims. */
+  private readonly maxHeld: number;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private release: (() => void) | undefined;
   private stopped: Promise<void> | undefined;
@@ -56,22 +68,49 @@ export class Worker {
     private readonly logger: Logger,
   ) {
     this.global = new Slots(settings.concurrency);
+    this.maxHeld = 2 * (settings.concurrency + settings.prefetch);
     const onError = (where: string) => (err: unknown) => this.reportError(where, err);
-    this.completer = new Completer(db, 1_000, Math.max(1_000, settings.leaseMs - settings.heartbeatMs), onError('complete'));
-    this.runner = new JobRunner(db, registry, this.active, this.completer, enqueuer, events, logger, settings.leaseMs);
+    this.completer = new Completer(db, 1_000, Math.max(1_000, settings.leaseMs - settings.heartbeatMs), onError('complete'), settings.deleteCompleted);
+    const marks = new StartMarks(db, onError('record start'));
+    this.runner = new JobRunner(
+      db,
+      registry,
+      this.active,
+      this.completer,
+      enqueuer,
+      events,
+      logger,
+      settings.leaseMs,
+      marks,
+      new Set([...DEFAULT_REDACT, ...(settings.redact ?? [])]),
+      settings.errorMessages ?? false,
+    );
     this.heartbeat = new PeriodicTask('heartbeat', settings.heartbeatMs, () => this.renewLeases(), onError('heartbeat'), 0);
     for (const [queue, limit] of settings.queues) {
       const local = new Slots(Math.min(limit, settings.concurrency));
-      const fetcher = new QueueFetcher(
+      const fetcher: QueueFetcher = new QueueFetcher(
         db,
-        { queue, kinds: settings.kinds, owner: settings.owner, leaseMs: settings.leaseMs, minPollMs: settings.minPollMs, maxPollMs: settings.maxPollMs },
+        {
+          queue,
+          kinds: settings.kinds,
+          owner: settings.owner,
+          leaseMs: settings.leaseMs,
+          minPollMs: settings.minPollMs,
+          maxPollMs: settings.maxPollMs,
+          prefetch: settings.prefetch,
+        },
         this.global,
         local,
-        (row) => this.dispatch(row, local),
-        (row) => this.expired(row),
-        onError(`claim ${queue}`),
-        (q, asked, count) => {
-          if (events.active) events.emit({ type: 'worker.claimed', queue: q, asked, count });
+        {
+          hold: (row) => this.active.add(row),
+          start: (job) => this.dispatch(job, local, fetcher),
+          expired: (row) => this.expired(row),
+          expireHeld: (job) => void this.expireHeld(job),
+          room: () => this.maxHeld - this.active.size,
+          onError: onError(`claim ${queue}`),
+          onClaimed: (q, asked, count) => {
+            if (events.wants('worker.claimed')) events.emit({ type: 'worker.claimed', queue: q, asked, count });
+          },
         },
       );
       this.fetchers.set(queue, fetcher);
@@ -112,7 +151,8 @@ export class Worker {
     job.controller.abort(new JobCancelledError(id));
     this.active.remove(job);
     const r = job.row;
-    this.events.emit({ type: 'job.cancelled', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt });
+    // The process that cancelled emitted job.cancelled; here the holder lets go of it.
+    this.events.emit({ type: 'job.lease-lost', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, why: 'cancelled' });
   }
 
   /**
@@ -156,7 +196,7 @@ export class Worker {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
     const all = (async () => {
-      while (this.runs.size > 0) await Promise.all([...this.runs]);
+      while (this.runs.size > 0) await Promise.all([...this.runs.values()]);
       return true as const;
     })();
     const done = await Promise.race([all, timeout]);
@@ -164,26 +204,57 @@ export class Worker {
     return done;
   }
 
-  private dispatch(row: ClaimedRow, local: Slots): void {
-    const job = this.active.add(row);
-    const run = this.runner
-      .run(job)
-      .then(async (end) => {
-        if (end === 'interrupted') await this.handBack([job]);
-      })
-      .catch((err: unknown) => {
-        this.reportError('run', err);
-        // The outcome could not be written: stop renewing the lease, so it lapses and the rescuer
-        // takes the job back, rather than holding it while this process lives.
-        job.finished = true;
-        this.active.remove(job);
-      })
-      .finally(() => {
-        this.runs.delete(run);
-        this.global.give(1);
-        local.give(1);
-      });
-    this.runs.add(run);
+  private dispatch(job: ActiveJob, local: Slots, fetcher: QueueFetcher): void {
+    this.runs.set(job, this.execute(job, local, fetcher));
+  }
+
+  private async execute(job: ActiveJob, local: Slots, fetcher: QueueFetcher): Promise<void> {
+    // The slot is the handler's: it frees when the handler returns, not when the batched
+    // completion commits (the lease stays held, and heartbeated, until then), and a job held by
+    // a fetcher takes it at once.
+    let freed = false;
+    const free = () => {
+      if (freed) return;
+      freed = true;
+      this.global.give(1);
+      local.give(1);
+      this.pump(fetcher);
+    };
+    try {
+      if ((await this.runner.run(job, free)) === 'interrupted') await this.handBack([job]);
+    } catch (err) {
+      this.reportError('run', err);
+      // The outcome could not be written: stop renewing the lease, so it lapses and the rescuer
+      // takes the job back, rather than holding it while this process lives.
+      job.finished = true;
+      this.active.remove(job);
+    } finally {
+      this.runs.delete(job);
+      free();
+      // The lease is released now: room for the next claim.
+      this.pump(fetcher);
+    }
+  }
+
+  /** Fills free slots from held jobs: the job's own queue first, then the others (the process-wide slot is shared). */
+  private pump(first: QueueFetcher): void {
+    if (this.state !== 'running') return;
+    first.pump();
+    if (this.fetchers.size > 1) for (const f of this.fetchers.values()) if (f !== first) f.pump();
+  }
+
+  /** A held job's deadline passed before a slot freed: expire it (fenced) instead of running it. */
+  private async expireHeld(job: ActiveJob): Promise<void> {
+    job.finished = true;
+    try {
+      const applied = await jobExpireHeld(this.db.pool.pool, this.db.run, job.row.id, job.row.lease_token);
+      if (applied) this.expired(job.row);
+    } catch (err) {
+      // Not written: the lease lapses and the rescuer returns the job; expiry then catches it.
+      this.reportError('expire', err);
+    } finally {
+      this.active.remove(job);
+    }
   }
 
   private expired(row: ClaimedRow): void {
@@ -230,7 +301,7 @@ export class Worker {
       this.settings.leaseMs,
     );
     for (const j of jobs) {
-      if (!held.has(j.row.id) && this.active.get(j.row.id) === j) {
+      if (!held.has(j.row.lease_token) && this.active.get(j.row.id) === j) {
         this.runner.leaseLost(j, 'heartbeat found the lease taken (expired and rescued, or cancelled)');
       }
     }

@@ -38,8 +38,8 @@ describe('dedupe keys', () => {
         if (v === 201) await gate;
       },
     });
-    // One slot, held by the first job while it runs, so the follow-up stays pending.
-    const ns = t.client({ jobs: [slow], concurrency: 1 });
+    // One slot, held by the first job while it runs, and no claiming ahead, so the follow-up stays pending.
+    const ns = t.client({ jobs: [slow], concurrency: 1, prefetch: 0 });
     const first = await ns.enqueue(slow, { v: 201 }, { dedupeKey: 'k2' });
     await ns.start();
     await waitFor('the first job to run', () => started.includes(201));
