@@ -140,18 +140,19 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
     refs(role?.daemons, daemons, `roles.${name}.daemons`, 'daemon', issues);
     refs(role?.schedules, schedules, `roles.${name}.schedules`, 'schedule', issues);
   }
-  if (issues.length) throw new ConfigError('config', issues);
   // The client options carry their own checks (types, ranges); run them now, not at start-up,
-  // and report each problem under its path in the config file.
+  // and report each problem under its path in the config file, with the problems found above.
   try {
     resolveOptions(toClientOptions(config, { databaseUrl: config.database?.url ?? 'postgres://validation-only/' }));
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    throw new ConfigError(
-      'config',
-      err.issues.map((i) => ({ ...i, path: configPath(i.path) })),
-    );
+    for (const i of err.issues) {
+      const path = configPath(i.path);
+      // Unknown keys and bad references were reported above under the same path.
+      if (!issues.some((known) => known.path === path)) issues.push({ ...i, path });
+    }
   }
+  if (issues.length) throw new ConfigError('config', issues);
   return Object.freeze(config);
 }
 

@@ -3,16 +3,16 @@ import { OptionsInvalidError } from '../errors.js';
 /** Schema names nightshift accepts: a safe, unquoted-looking identifier of up to 48 characters. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,47}$/;
 
+/** What is wrong with a schema name, or undefined when it is acceptable. */
+export function schemaNameProblem(schema: unknown): string | undefined {
+  if (typeof schema === 'string' && SCHEMA_NAME.test(schema)) return undefined;
+  return `"${String(schema).slice(0, 60)}" is not allowed: use 1 to 48 lower-case letters, digits and _, starting with a letter or _`;
+}
+
 /** Checks a schema name, throwing NS_OPTIONS_INVALID with the rule when it is not acceptable. */
 export function validateSchemaName(schema: string): string {
-  if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
-    throw new OptionsInvalidError('schema name', [
-      {
-        path: 'schema',
-        message: `"${String(schema)}" is not allowed: use 1 to 48 lower-case letters, digits and _, starting with a letter or _`,
-      },
-    ]);
-  }
+  const problem = schemaNameProblem(schema);
+  if (problem) throw new OptionsInvalidError('schema name', [{ path: 'schema', message: problem }]);
   return schema;
 }
 

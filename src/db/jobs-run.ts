@@ -112,7 +112,8 @@ RETURNING j.lease_token::text AS token`,
 UPDATE ${s}.jobs SET
   state = $3::${s}.job_state,
   run_at = CASE WHEN $3 = 'available' THEN now() + $4::float8 * interval '1 millisecond' ELSE run_at END,
-  errors = ${s}.append_error(errors, $5::jsonb),
+  -- The entry's time is the database's, like every other time of a job: a worker's clock may be off.
+  errors = ${s}.append_error(errors, $5::jsonb || jsonb_build_object('at', now())),
   reason = $6,
   finished_at = CASE WHEN $3 IN ('discarded', 'completed') THEN now() END,
   max_attempts = CASE WHEN $7::boolean AND $3 = 'available' THEN greatest(max_attempts, attempt + 1) ELSE max_attempts END,
@@ -139,7 +140,7 @@ WITH r AS (
     run_at = now(),
     finished_at = CASE WHEN j.at_most_once AND x.started THEN now() END,
     reason = CASE WHEN j.at_most_once AND x.started THEN 'at-most-once job interrupted by shutdown of ' || j.lease_owner ELSE j.reason END,
-    errors = CASE WHEN x.started THEN ${s}.append_error(j.errors, x.err::jsonb) ELSE j.errors END,
+    errors = CASE WHEN x.started THEN ${s}.append_error(j.errors, x.err::jsonb || jsonb_build_object('at', now())) ELSE j.errors END,
     lease_owner = NULL, lease_expires_at = NULL
   FROM unnest($1::bigint[], $2::bigint[], $3::bool[], $4::text[]) AS x(id, token, started, err)
   WHERE j.id = x.id AND j.lease_token = x.token AND j.state = 'running' AND j.id = ANY($1::bigint[])

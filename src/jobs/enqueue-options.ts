@@ -65,6 +65,12 @@ function parseTime(value: unknown, path: string, issues: Issue[]): Date | null {
       issues.push({ path, message: `"${value.slice(0, 40)}" is ambiguous or not ISO-8601: give a Date or a string like 2026-01-31T12:00:00Z with its zone` });
       return null;
     }
+    // Date parsing rolls a day that does not exist over into the next month (2026-02-30 → 2026-03-02).
+    const [year, month, day] = value.slice(0, 10).split('-').map(Number) as [number, number, number];
+    if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate()) {
+      issues.push({ path, message: `"${value.slice(0, 10)}" is not a day of the calendar` });
+      return null;
+    }
     d = new Date(value);
   } else {
     issues.push({ path, message: 'must be a Date or an ISO-8601 string with a zone' });

@@ -4,7 +4,7 @@
  * be recorded.
  */
 export function cleanText(value: unknown, maxLength: number): string {
-  let s = typeof value === 'string' ? value : String(value);
+  let s = typeof value === 'string' ? value : textOf(value);
   if (s.includes('\u0000')) s = s.replaceAll('\u0000', '\uFFFD');
   if (!s.isWellFormed()) s = s.toWellFormed();
   if (s.length > maxLength) s = `${s.slice(0, maxLength - 1)}…`;
@@ -12,21 +12,50 @@ export function cleanText(value: unknown, maxLength: number): string {
   return s.isWellFormed() ? s : s.toWellFormed();
 }
 
-/** Message, stack and code of anything thrown, cleaned and bounded for storage. */
+/**
+ * Any value as text, never throwing: JSON where it has some, else `String()`, else a placeholder
+ * (a thrown value may be a proxy whose every access throws, or an object whose `toJSON` and
+ * `toString` throw).
+ */
+function textOf(value: unknown): string {
+  if (typeof value === 'string') return value;
+  try {
+    const json = JSON.stringify(value);
+    if (typeof json === 'string') return json;
+  } catch {
+    // Fall through to String().
+  }
+  try {
+    return String(value);
+  } catch {
+    return '[a value that cannot be turned into text]';
+  }
+}
+
+/** Reads a property that may be a throwing getter (or a proxy's trap): undefined when it throws. */
+function read(get: () => unknown): unknown {
+  try {
+    return get();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Message, stack and code of anything thrown, cleaned and bounded for storage. Never throws. */
 export function describeError(err: unknown): { message: string; stack?: string; code?: string } {
-  if (err instanceof Error) {
-    const code = (err as { code?: unknown }).code;
+  // `instanceof` itself can throw (a proxy's getPrototypeOf trap).
+  if (read(() => err instanceof Error) === true) {
+    const e = err as Error;
+    const message = read(() => e.message);
+    const name = read(() => e.name);
+    const stack = read(() => e.stack);
+    const code = read(() => (e as { code?: unknown }).code);
+    const text = (message === undefined || message === '' ? '' : textOf(message)) || (name === undefined || name === '' ? '' : textOf(name)) || 'Error';
     return {
-      message: cleanText(err.message || err.name, 4_000),
-      ...(err.stack ? { stack: cleanText(err.stack, 16_000) } : {}),
+      message: cleanText(text, 4_000),
+      ...(typeof stack === 'string' && stack ? { stack: cleanText(stack, 16_000) } : {}),
       ...(typeof code === 'string' ? { code: cleanText(code, 100) } : {}),
     };
   }
-  let text: string;
-  try {
-    text = typeof err === 'string' ? err : JSON.stringify(err) ?? String(err);
-  } catch {
-    text = String(err);
-  }
-  return { message: cleanText(`non-Error thrown: ${text}`, 4_000) };
+  return { message: cleanText(`non-Error thrown: ${textOf(err)}`, 4_000) };
 }

@@ -30,7 +30,7 @@ export function decideFailure(
     return { state: 'held', delayMs: 0, grantAttempt: false, reason: d.message, error: { attempt, at, kind: 'hold', message: d.message } };
   }
   const error = { attempt, at, kind: errorKind, ...d };
-  if (err instanceof PayloadInvalidError || (err as { code?: unknown } | null)?.code === 'NS_PAYLOAD_INVALID') {
+  if (isPayloadInvalid(err)) {
     return { state: 'discarded', delayMs: 0, grantAttempt: false, reason: 'payload does not match the schema; retrying cannot fix it', error };
   }
   if (def.delivery === 'at-most-once') {
@@ -40,4 +40,13 @@ export function decideFailure(
     return { state: 'discarded', delayMs: 0, grantAttempt: false, reason: `attempts exhausted (${attempt} of ${maxAttempts})`, error };
   }
   return { state: 'available', delayMs: backoffDelay(def.backoff, attempt, err), grantAttempt: false, reason: null, error };
+}
+
+/** Whether `err` is an invalid payload (from any copy of nightshift); false for values that throw on access. */
+function isPayloadInvalid(err: unknown): boolean {
+  try {
+    return err instanceof PayloadInvalidError || (err as { code?: unknown } | null)?.code === 'NS_PAYLOAD_INVALID';
+  } catch {
+    return false;
+  }
 }

@@ -42,10 +42,16 @@ export interface BulkOptions extends ActorOptions {
 export type Resolution = 'completed' | 'failed' | 'retry';
 
 const ID = /^[1-9][0-9]{0,18}$/;
+const MAX_ID = 9_223_372_036_854_775_807n;
+
+/** Whether `s` is a job id: a positive integer that fits the bigint column. */
+function isId(s: unknown): s is string {
+  return typeof s === 'string' && ID.test(s) && BigInt(s) <= MAX_ID;
+}
 
 function checkId(id: unknown): string {
   const s = typeof id === 'number' && Number.isSafeInteger(id) ? String(id) : id;
-  if (typeof s !== 'string' || !ID.test(s)) {
+  if (!isId(s)) {
     throw new OptionsInvalidError('job id', [{ path: 'id', message: `"${String(id).slice(0, 40)}" is not a job id (a positive integer)` }]);
   }
   return s;
@@ -65,8 +71,8 @@ function checkFilter(o: { kind?: string; queue?: string; state?: JobState | JobS
   if (o.kind !== undefined && nameProblem(o.kind)) issues.push({ path: 'kind', message: nameProblem(o.kind)! });
   if (o.queue !== undefined && nameProblem(o.queue)) issues.push({ path: 'queue', message: nameProblem(o.queue)! });
   const states = checkStates(o.state, issues);
-  if (o.beforeId !== undefined && !ID.test(String(o.beforeId))) issues.push({ path: 'beforeId', message: 'must be a job id' });
-  if (o.ids !== undefined && (!Array.isArray(o.ids) || o.ids.some((id) => !ID.test(String(id))))) issues.push({ path: 'ids', message: 'must be an array of job ids' });
+  if (o.beforeId !== undefined && !isId(String(o.beforeId))) issues.push({ path: 'beforeId', message: 'must be a job id' });
+  if (o.ids !== undefined && (!Array.isArray(o.ids) || o.ids.some((id) => !isId(String(id))))) issues.push({ path: 'ids', message: 'must be an array of job ids' });
   if (issues.length) throw new OptionsInvalidError('job filter', issues);
   return {
     ...(o.kind !== undefined ? { kind: o.kind } : {}),
@@ -160,6 +166,9 @@ export class JobAdmin {
     const limit = options.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
       throw new OptionsInvalidError('listAudit options', [{ path: 'limit', message: 'must be an integer from 1 to 1000' }]);
+    }
+    if (options.beforeId !== undefined && !isId(String(options.beforeId))) {
+      throw new OptionsInvalidError('listAudit options', [{ path: 'beforeId', message: 'must be an audit entry id (a positive integer)' }]);
     }
     return auditList(this.database.pool.pool, this.database.queues, options.target ?? null, options.beforeId ?? null, limit);
   }

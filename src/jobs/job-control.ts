@@ -12,7 +12,13 @@ export abstract class JobControl extends Error {
 
 /** Whether a handler's result (or what it threw) is an explicit control result, from any copy of nightshift. */
 export function isJobControl(value: unknown): value is RetryAfter | Discard | Hold {
-  return typeof value === 'object' && value !== null && (value as { [CONTROL]?: unknown })[CONTROL] === true;
+  if (typeof value !== 'object' || value === null) return false;
+  try {
+    return (value as { [CONTROL]?: unknown })[CONTROL] === true;
+  } catch {
+    // A proxy whose traps throw is no control result; it must not break the job's bookkeeping.
+    return false;
+  }
 }
 
 /** Retry the job after `delayMs` (the attempt counts, but an extra one is granted if none is left). */

@@ -2,6 +2,7 @@ import { hostname, userInfo } from 'node:os';
 import { z } from 'zod';
 import { ConfigError, unknownKey, type Issue } from '../errors.js';
 import type { PgPool } from '../db/pool.js';
+import { schemaNameProblem } from '../db/identifiers.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../jobs/payload.js';
 import type { Retention } from '../maintenance/job-maintenance.js';
@@ -204,6 +205,8 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
   const o = input;
   if (!o.databaseUrl && !o.pool) issues.push({ path: 'databaseUrl', message: 'give databaseUrl (or DATABASE_URL) or pool' });
   if (o.databaseUrl && o.pool) issues.push({ path: 'pool', message: 'give databaseUrl or pool, not both' });
+  // Checked here, with everything else, so a config file reports it at load, before any connection.
+  if (o.schema !== undefined && schemaNameProblem(o.schema)) issues.push({ path: 'schema', message: schemaNameProblem(o.schema)! });
   const leaseMs = o.leaseMs ?? 30_000;
   const heartbeatMs = o.heartbeatMs ?? Math.min(10_000, Math.floor(leaseMs / 3));
   // Redis is checked where it is needed (a process hosting consumers, a publish), so a process

@@ -21,6 +21,10 @@ export function redisUrlProblem(url: unknown): string | undefined {
     return 'is not a valid URL; use redis://[user:password@]host:port[/db] or rediss:// for TLS';
   }
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') return `protocol "${parsed.protocol}" is not supported; use redis:// or rediss://`;
+  // The client would read /x as database 0 without a word.
+  if (parsed.pathname !== '' && parsed.pathname !== '/' && !/^\/\d{1,5}$/.test(parsed.pathname)) {
+    return `database "${parsed.pathname.slice(1)}" is not a database number; use redis://host:port/<number>`;
+  }
   return undefined;
 }
 

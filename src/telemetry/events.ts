@@ -59,7 +59,8 @@ export type NightshiftEvent =
   | ({ type: 'stream.error'; where: string; error: string } & StreamConsumerFields)
   | { type: 'stream.group-created'; stream: string; group: string; recreated: boolean }
   | { type: 'stream.connection-lost'; connection: string; error: string }
-  | { type: 'stream.connected'; connection: string };
+  | { type: 'stream.connected'; connection: string }
+  | { type: 'listener.notified'; queue: string };
 
 /** Fields every stream consumer event carries. */
 export interface StreamConsumerFields {

@@ -224,6 +224,10 @@ export class Worker {
       if ((await this.runner.run(job, free)) === 'interrupted') await this.handBack([job]);
     } catch (err) {
       this.reportError('run', err);
+      // The outcome could not be written: stop renewing the lease, so it lapses and the rescuer
+      // takes the job back, rather than holding it while this process lives.
+      job.finished = true;
+      this.active.remove(job);
     } finally {
       this.runs.delete(job);
       free();

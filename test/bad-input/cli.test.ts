@@ -1,0 +1,58 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/db.js';
+import { cli } from '../support/cli.js';
+
+// Entry point: the `nightshift` CLI (the real binary, on the CLI tests' app in
+// test/fixtures/cli-app). A bad flag value or payload exits 2 with the error's code and writes
+// nothing. Cases already in test/cli/cli.test.ts are not repeated here; each case spawns the CLI,
+// so the table keeps one case per kind of mistake.
+
+const t = useTestDatabase('bad_cli');
+const env = () => ({ DATABASE_URL: t.url, NS_SCHEMA: t.schema });
+const run = (args: string[], extra: Record<string, string | undefined> = {}) => cli(args, { env: { ...env(), ...extra } });
+const jobCount = async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs`)).rows[0].n as number;
+let before = 0;
+
+beforeAll(async () => {
+  const r = await run(['migrate']);
+  expect(r.code, r.stderr).toBe(0);
+  before = await jobCount();
+});
+
+const enqueue = (...flags: string[]) => ['enqueue', 'send-email', '--payload', '{"to":"a@example.com"}', ...flags];
+
+const cases: [what: string, args: string[], code: number, stderr: string][] = [
+  ['--priority out of range', enqueue('--priority', '5000'), 2, 'NS_OPTIONS_INVALID'],
+  ['--run-at without a zone', enqueue('--run-at', '2026-01-01 10:00'), 2, 'ambiguous'],
+  ['--run-at on 30 February', enqueue('--run-at', '2026-02-30T00:00:00Z'), 2, 'not a day of the calendar'],
+  ['--max-attempts 0', enqueue('--max-attempts', '0'), 2, 'maxAttempts'],
+  ['--delay-ms negative', enqueue('--delay-ms', '-5'), 2, 'delayMs'],
+  ['an empty --dedupe-key', enqueue('--dedupe-key', ''), 2, 'dedupeKey'],
+  ['an over-long --dedupe-key', enqueue('--dedupe-key', 'k'.repeat(600)), 2, 'dedupeKey'],
+  ['--queue with SQL metacharacters', enqueue('--queue', "x'; DROP TABLE jobs; --"), 2, 'queue'],
+  ['a payload with a NUL escape', ['enqueue', 'daily-digest', '--payload', '{"day":"a\\u0000b"}'], 2, 'NS_PAYLOAD_INVALID'],
+  ['a payload with a lone surrogate escape', ['enqueue', 'daily-digest', '--payload', '{"day":"\\ud800"}'], 2, 'NS_PAYLOAD_INVALID'],
+  ['an empty kind', ['enqueue', ' ', '--payload', '{}'], 2, 'kind must not be empty'],
+  ['a kind with SQL metacharacters', ['enqueue', "x'; DROP TABLE jobs; --", '--payload', '{}'], 2, 'NS_UNKNOWN_KIND'],
+  ['jobs show with a word for an id', ['jobs', 'show', 'abc'], 2, 'NS_OPTIONS_INVALID'],
+  ['jobs show with an id beyond bigint', ['jobs', 'show', '9999999999999999999'], 2, 'NS_OPTIONS_INVALID'],
+  ['jobs list with an unknown state', ['jobs', 'list', '--state', 'bogus'], 2, 'NS_OPTIONS_INVALID'],
+  ['jobs list with a kind of SQL metacharacters', ['jobs', 'list', '--kind', "x' OR '1'='1"], 2, 'NS_OPTIONS_INVALID'],
+  ['schedules trigger with a NUL in the payload', ['schedules', 'trigger', 'nightly-digest', '--payload', '{"day":"\\u0000"}'], 2, 'NS_PAYLOAD_INVALID'],
+  ['a schema with SQL metacharacters', ['--schema', 'x"; DROP SCHEMA public; --', 'jobs', 'list'], 2, 'NS_CONFIG_INVALID'],
+  ['a database URL of another scheme', ['--database-url', 'mysql://localhost/db', 'jobs', 'list'], 2, 'must start with postgres://'],
+];
+
+describe('nightshift CLI: bad input', () => {
+  it.concurrent.each(cases)('%s: exit %i, nothing written', async (_what, args, code, stderr) => {
+    const r = await run(args);
+    expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(code);
+    expect(r.stderr).toContain(stderr);
+  });
+});
+
+describe('nightshift CLI: after the bad calls', () => {
+  it('no job was written', async () => {
+    expect(await jobCount()).toBe(before);
+  });
+});

@@ -1,0 +1,70 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineJob } from '../../src/index.js';
+import { useTestDatabase } from '../support/db.js';
+
+// Entry point: the SQL function enqueue(), for triggers and SQL callers. Each bad call fails with
+// a stable SQLSTATE — NS001..NS004 from the function, or PostgreSQL's own for values that cannot
+// even be cast to the parameter's type — and writes nothing. Cases already in
+// test/jobs/sql-enqueue.test.ts are not repeated here.
+
+const t = useTestDatabase('bad_sql');
+const s = () => `"${t.schema}"`;
+const mail = defineJob({ kind: 'mail', payload: z.object({ to: z.string() }), run: async () => undefined });
+
+beforeAll(async () => {
+  const ns = t.client({ jobs: [mail] });
+  await ns.migrate();
+  await ns.stop();
+});
+
+async function jobCount(): Promise<number> {
+  return (await t.sql.query(`SELECT count(*)::int AS n FROM ${s()}.jobs`)).rows[0].n;
+}
+
+describe('SQL enqueue(): bad calls', () => {
+  it.each([
+    [`enqueue('x''; DROP TABLE jobs; --')`, 'NS001'],
+    [`enqueue(repeat('k', 10000))`, 'NS001'],
+    [`enqueue('MAIL')`, 'NS001'],
+    [`enqueue('mail', '{}', queue => 'x''; DROP TABLE jobs; --')`, 'NS004'],
+    [`enqueue('mail', '{}', queue => '')`, 'NS004'],
+    [`enqueue('mail', '{}', queue => repeat('q', 129))`, 'NS004'],
+    [`enqueue('mail', '{}', priority => -1001)`, 'NS004'],
+    [`enqueue('mail', '{}', max_attempts => 1001)`, 'NS004'],
+    [`enqueue('mail', '{}', max_attempts => -1)`, 'NS004'],
+    [`enqueue('mail', '{}', delay => 'infinity'::interval)`, 'NS004'],
+    [`enqueue('mail', '{}', run_at => 'infinity')`, 'NS004'],
+    [`enqueue('mail', '{}', expires_at => 'infinity')`, 'NS004'],
+    [`enqueue('mail', '{}', dedupe_key => repeat('k', 513))`, 'NS004'],
+    [`enqueue('mail', '{}', dedupe_key => 'k', debounce => interval '-1 second')`, 'NS004'],
+    [`enqueue('mail', '{}', dedupe_key => 'k', debounce => 'infinity'::interval)`, 'NS004'],
+    [`enqueue('mail', jsonb_build_object('big', repeat('é', 600000)))`, 'NS003'],
+    // Not castable to the parameter's type: PostgreSQL refuses before the function runs.
+    [`enqueue('mail', '{"a":"\\u0000"}')`, '22P05'],
+    [`enqueue('mail', '{"a":"\\ud800"}')`, '22P02'],
+    [`enqueue('mail', '{"a":')`, '22P02'],
+    [`enqueue('mail', '{}', run_at => '2026-02-30T00:00:00Z')`, '22008'],
+    [`enqueue('mail', '{}', run_at => 'soon')`, '22007'],
+    [`enqueue('mail', '{}', priority => '99999999999')`, '22003'],
+  ])('%s fails with SQLSTATE %s and writes nothing', async (call, sqlState) => {
+    const before = await jobCount();
+    const err = await t.sql.query(`SELECT ${s()}.${call}`).then(
+      () => undefined,
+      (e: unknown) => e as { code: string; message: string; hint?: string },
+    );
+    expect(err, 'expected an error').toBeDefined();
+    expect(err!.code).toBe(sqlState);
+    if (sqlState.startsWith('NS')) {
+      expect(err!.message).toMatch(/^NS_[A-Z_]+: /);
+      expect(err!.hint).toBeTruthy();
+    }
+    expect(await jobCount()).toBe(before);
+  });
+
+  it('a kind with SQL metacharacters is data, never SQL: the tables are intact', async () => {
+    await t.sql.query(`SELECT ${s()}.enqueue('mail', '{"to":"a"}')`).catch(() => undefined);
+    await t.sql.query(`SELECT ${s()}.enqueue('x''); DELETE FROM ${s()}.jobs; --')`).catch(() => undefined);
+    expect(await jobCount()).toBeGreaterThan(0);
+  });
+});
