@@ -71,7 +71,7 @@ const LEVEL: Record<NightshiftEvent['type'], 'trace' | 'debug' | 'info' | 'warn'
   'worker.claimed': 'trace',
   'listener.connected': 'debug',
   'listener.lost': 'warn',
-  'listener.notified': 'trace' as 'debug',
+  'listener.notified': 'trace',
   'worker.started': 'info',
   'worker.stopping': 'info',
   'worker.stopped': 'info',
