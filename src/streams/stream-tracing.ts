@@ -1,5 +1,6 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
 import type { StreamEntry } from './stream-entry.js';
+import { tracingOff, UNTRACED_SPAN } from '../telemetry/tracing.js';
 import { PAYLOAD_FIELD } from './stream-entry.js';
 
 /**
@@ -13,6 +14,7 @@ const tracer = () => trace.getTracer('nightshift');
 
 /** Starts the producer span of a publish; returns it and the trace fields to add to the entry. */
 export function startPublishSpan(stream: string): { span: Span; fields: string[] } {
+  if (tracingOff()) return { span: UNTRACED_SPAN, fields: [] };
   const span = tracer().startSpan(`send ${stream}`, {
     kind: SpanKind.PRODUCER,
     attributes: { 'messaging.system': 'redis', 'messaging.destination.name': stream, 'messaging.operation.type': 'send', 'messaging.operation.name': 'send' },
@@ -34,6 +36,7 @@ export function endPublishSpan(span: Span, id: string | undefined, err?: unknown
 
 /** Starts the consumer span of one delivery, in the trace the entry carries; returns it and the context to run the handler in. */
 export function startProcessSpan(entry: StreamEntry, stream: string, group: string, deliveries: number): { span: Span; context: Context } {
+  if (tracingOff()) return { span: UNTRACED_SPAN, context: ROOT_CONTEXT };
   const parent = entryContext(entry);
   const producer = trace.getSpanContext(parent);
   const span = tracer().startSpan(
