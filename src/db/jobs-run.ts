@@ -14,7 +14,12 @@ export interface ClaimedRow {
   at_most_once: boolean;
   lease_token: string;
   trace_context: Record<string, string> | null;
-  run_at: Date;
+  /**
+   * How long the job had been due when claimed, in ms on the database clock (a number, not
+   * `run_at`: no worker clock is involved, and parsing a timestamp per row cost ~2 % of a busy
+   * worker's CPU).
+   */
+  waited_ms: number;
   priority: number;
   /** Time left until `expires_at` when claimed, on the database clock; null without a deadline. */
   expires_in_ms: number | null;
@@ -65,7 +70,7 @@ UPDATE ${s}.jobs j SET
   reason = CASE WHEN j.expires_at <= now() THEN 'not started before its deadline ' || j.expires_at::text ELSE j.reason END
 WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
 RETURNING j.id::text, j.kind, j.queue, j.state, j.payload, j.attempt, j.max_attempts, j.at_most_once,
-          j.lease_token::text, j.trace_context, j.run_at, j.priority,
+          j.lease_token::text, j.trace_context, (extract(epoch FROM now() - j.run_at) * 1000)::float8 AS waited_ms, j.priority,
           (extract(epoch FROM j.expires_at - now()) * 1000)::float8 AS expires_in_ms`,
     ),
     // The start of at-most-once handlers, recorded (and committed) before they run: from then on a

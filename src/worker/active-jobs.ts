@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { ClaimedRow } from '../db/jobs-run.js';
 import type { JobLog } from './job-log.js';
 
@@ -13,6 +14,8 @@ export class ActiveJob {
   cause: AbortCause | undefined = undefined;
   /** `performance.now()` when the handler started. */
   startedAt = 0;
+  /** `performance.now()` when the claim that took it returned (its `waited_ms` was measured just before). */
+  readonly claimedAt = performance.now();
   /**
    * `performance.now()` after which the job must not start (its `expires_at`, measured from before
    * the claim was sent, so never later than the database's deadline); undefined without one.

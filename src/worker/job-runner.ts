@@ -76,7 +76,7 @@ export class JobRunner {
     job.started = true;
     job.startedAt = performance.now();
     if (this.events.wants('job.started')) {
-      this.events.emit({ type: 'job.started', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, waitMs: Date.now() - row.run_at.getTime() });
+      this.events.emit({ type: 'job.started', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, waitMs: row.waited_ms + (job.startedAt - job.claimedAt) });
     }
     let timer: NodeJS.Timeout | undefined;
     if (def.timeoutMs !== undefined) {

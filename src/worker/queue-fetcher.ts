@@ -243,7 +243,10 @@ export class QueueFetcher {
  */
 const HOLD_ROUND_TRIPS = 8;
 
-/** The claim's order: priority, then run_at, then id (ids are decimal strings of bigints). */
+/**
+ * The claim's order: priority, then run_at (within one claim, due longest first: `now()` is the
+ * statement's), then id (ids are decimal strings of bigints).
+ */
 function claimOrder(a: ClaimedRow, b: ClaimedRow): number {
-  return a.priority - b.priority || a.run_at.getTime() - b.run_at.getTime() || a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  return a.priority - b.priority || b.waited_ms - a.waited_ms || a.id.length - b.id.length || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }

@@ -87,3 +87,20 @@ describe('the event stream, per job path', () => {
     expect(events.find((e) => e.type === 'job.resolved' && e.jobId === held)).toMatchObject({ action: 'resolve-completed', to: 'completed', actor: 'ops' });
   });
 });
+
+describe('job.started', () => {
+  it('waitMs is how long the job had been due, on the database clock', async () => {
+    const job = defineJob({ kind: 'ev-wait', payload: z.object({}), run: async () => undefined });
+    const ns = t.client({ jobs: [job], pollIntervalMs: 50 });
+    const events: NightshiftEvent[] = [];
+    ns.on((e) => events.push(e));
+    // Due for an hour by the database's clock when the worker claims it.
+    const { id } = await ns.enqueue(job, {});
+    await t.sql.query(`UPDATE "${t.schema}".jobs SET run_at = now() - interval '1 hour' WHERE id = $1`, [id]);
+    await ns.start();
+    await waitFor('started', () => events.some((e) => e.type === 'job.started' && e.jobId === id));
+    const started = events.find((e) => e.type === 'job.started' && e.jobId === id) as Extract<NightshiftEvent, { type: 'job.started' }>;
+    expect(started.waitMs).toBeGreaterThanOrEqual(3_600_000);
+    expect(started.waitMs).toBeLessThan(3_600_000 + 60_000);
+  });
+});
