@@ -68,13 +68,8 @@ export class PayloadTooLargeError extends NightshiftError {
 /** The kind is not defined in this client (enqueue) or not registered in the database (SQL). */
 export class UnknownKindError extends NightshiftError {
   constructor(kind: string, known: readonly string[]) {
-    const suggestion = closest(kind, known);
     super('NS_UNKNOWN_KIND', `unknown job kind "${kind}"`, {
-      hint: suggestion
-        ? `did you mean "${suggestion}"? Known kinds: ${known.join(', ')}`
-        : known.length
-          ? `known kinds: ${known.join(', ')}`
-          : 'define the job with defineJob and pass it to createNightshift({ jobs })',
+      hint: knownHint(kind, known, 'kinds', 'define the job with defineJob and pass it to createNightshift({ jobs })'),
     });
   }
 }
@@ -196,6 +191,17 @@ export function closest(word: string, candidates: readonly string[]): string | u
   return best !== undefined && bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? best : undefined;
 }
 
+/**
+ * The hint for a name that is not among `known`: a did-you-mean with the list, the list alone, or
+ * — when nothing is known — how to define one.
+ */
+function knownHint(name: string, known: readonly string[], plural: string, howToDefine: string, adjective = 'known'): string {
+  const list = `${plural}: ${known.join(', ')}`;
+  const suggestion = closest(name, known);
+  if (suggestion) return `did you mean "${suggestion}"? ${adjective[0]!.toUpperCase()}${adjective.slice(1)} ${list}`;
+  return known.length ? `${adjective} ${list}` : howToDefine;
+}
+
 /** An issue for an unknown option key, with a did-you-mean when one is close. */
 export function unknownKey(key: string, known: readonly string[]): Issue {
   const best = closest(key.split('.').at(-1) ?? key, known.map((k) => k.split('.').at(-1) ?? k));
@@ -286,13 +292,8 @@ export class LeadershipLostError extends NightshiftError {
 /** No schedule with that name is defined in this client. */
 export class ScheduleNotFoundError extends NightshiftError {
   constructor(name: string, known: readonly string[]) {
-    const suggestion = closest(name, known);
     super('NS_SCHEDULE_NOT_FOUND', `no schedule named "${name}"`, {
-      hint: suggestion
-        ? `did you mean "${suggestion}"? Defined schedules: ${known.join(', ')}`
-        : known.length
-          ? `defined schedules: ${known.join(', ')}`
-          : 'define it with defineSchedule and pass it to the client’s schedules',
+      hint: knownHint(name, known, 'schedules', 'define it with defineSchedule and pass it to the client’s schedules', 'defined'),
     });
   }
 }
@@ -319,13 +320,8 @@ export class RedisUnavailableError extends NightshiftError {
 /** A stream named by a string is not among the streams this client was given. */
 export class UnknownStreamError extends NightshiftError {
   constructor(name: string, known: readonly string[]) {
-    const suggestion = closest(name, known);
     super('NS_UNKNOWN_STREAM', `unknown stream "${name}"`, {
-      hint: suggestion
-        ? `did you mean "${suggestion}"? Known streams: ${known.join(', ')}`
-        : known.length
-          ? `known streams: ${known.join(', ')}`
-          : 'pass the definition from defineStream, or list it in the client\'s streams',
+      hint: knownHint(name, known, 'streams', "pass the definition from defineStream, or list it in the client's streams"),
     });
   }
 }
@@ -333,9 +329,8 @@ export class UnknownStreamError extends NightshiftError {
 /** A status is not part of a status order made with defineStatusOrder. */
 export class UnknownStatusError extends NightshiftError {
   constructor(status: string, known: readonly string[]) {
-    const suggestion = closest(status, known);
     super('NS_UNKNOWN_STATUS', `unknown status "${status}"`, {
-      hint: suggestion ? `did you mean "${suggestion}"? Known statuses: ${known.join(', ')}` : `known statuses: ${known.join(', ')}`,
+      hint: knownHint(status, known, 'statuses', 'list the statuses in defineStatusOrder'),
     });
   }
 }

@@ -1,6 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomBytes } from 'node:crypto';
-import { ROOT_CONTEXT, type Context, type ContextManager } from '@opentelemetry/api';
 import { Redis } from 'ioredis';
 import { afterEach } from 'vitest';
 import { ConsumerRunner, type ConsumerRunnerOptions } from '../../src/streams/consumer-runner.js';
@@ -65,22 +63,3 @@ export function fieldsOf(list: string[]): Record<string, string> {
   return out;
 }
 
-/** An OpenTelemetry context manager on AsyncLocalStorage, so context.with() reaches into async handlers. */
-export class LocalContextManager implements ContextManager {
-  private readonly storage = new AsyncLocalStorage<Context>();
-  active(): Context {
-    return this.storage.getStore() ?? ROOT_CONTEXT;
-  }
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
-    return this.storage.run(ctx, () => fn.call(thisArg, ...args));
-  }
-  bind<T>(_ctx: Context, target: T): T {
-    return target;
-  }
-  enable(): this {
-    return this;
-  }
-  disable(): this {
-    return this;
-  }
-}

@@ -7,7 +7,8 @@ import { defineStream } from '../../src/streams/define-stream.js';
 import { StreamClient } from '../../src/streams/stream-client.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
-import { fieldsOf, LocalContextManager, useStreams } from './harness.js';
+import { fieldsOf, useStreams } from './harness.js';
+import { LocalContextManager } from '../support/otel.js';
 
 describeWithRedis('publish', () => {
   const redis = useRedisServer();

@@ -7,7 +7,8 @@ import { defineConsumer } from '../../src/streams/define-consumer.js';
 import { defineStream } from '../../src/streams/define-stream.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
-import { fieldsOf, LocalContextManager, useStreams } from './harness.js';
+import { fieldsOf, useStreams } from './harness.js';
+import { LocalContextManager } from '../support/otel.js';
 
 describeWithRedis('tracing through a stream', () => {
   const redis = useRedisServer();
