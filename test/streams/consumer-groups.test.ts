@@ -4,7 +4,7 @@ import { defineConsumer, type ConsumerContext } from '../../src/streams/define-c
 import { defineStream } from '../../src/streams/define-stream.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
-import { deferred, useStreams } from './harness.js';
+import { gatedHandler, useStreams } from './harness.js';
 
 const payload = z.object({ n: z.number() });
 
@@ -148,29 +148,15 @@ describeWithRedis('consumer groups', () => {
 
   it('stops gracefully: an entry being handled finishes and is acked, then the consumer leaves the group', async () => {
     const stream = defineStream({ name: t.name('graceful'), payload });
-    const started = deferred();
-    const gate = deferred();
-    const done: number[] = [];
-    const runner = t.runner({
-      consumers: [
-        defineConsumer({
-          stream,
-          group: 'g',
-          handler: async ({ n }) => {
-            started.resolve();
-            await gate.promise;
-            done.push(n);
-          },
-        }),
-      ],
-    });
+    const gated = gatedHandler();
+    const runner = t.runner({ consumers: [defineConsumer({ stream, group: 'g', handler: gated.handler })] });
     await runner.start();
     await t.client().publish(stream, { n: 1 });
-    await started.promise;
+    await gated.started;
     const stopping = runner.stop();
-    gate.resolve();
+    gated.release();
     await stopping;
-    expect(done).toEqual([1]);
+    expect(gated.finished).toEqual([1]);
     const raw = t.redis();
     expect(((await raw.xpending(stream.name, 'g')) as [number])[0]).toBe(0);
     expect((await raw.xinfo('CONSUMERS', stream.name, 'g')) as unknown[]).toEqual([]);

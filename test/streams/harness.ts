@@ -56,6 +56,33 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => 
   return { promise, resolve };
 }
 
+/**
+ * A handler that says when an entry arrives and holds it until `release()`: for tests of what
+ * happens to an entry in flight (shutdown, a Redis outage, another consumer's reclaim).
+ */
+export function gatedHandler() {
+  const arrived = deferred();
+  const gate = deferred();
+  const finished: number[] = [];
+  let calls = 0;
+  return {
+    /** Resolves when the first entry reaches the handler. */
+    started: arrived.promise,
+    release: () => gate.resolve(),
+    /** The `n` of every entry whose handler returned. */
+    finished,
+    get calls() {
+      return calls;
+    },
+    handler: async ({ n }: { n: number }) => {
+      calls++;
+      arrived.resolve();
+      await gate.promise;
+      finished.push(n);
+    },
+  };
+}
+
 /** Reads a flat `[k, v, …]` field list into an object. */
 export function fieldsOf(list: string[]): Record<string, string> {
   const out: Record<string, string> = {};

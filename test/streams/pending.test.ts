@@ -5,7 +5,7 @@ import { defineConsumer } from '../../src/streams/define-consumer.js';
 import { defineStream } from '../../src/streams/define-stream.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
-import { deferred, fieldsOf, useStreams } from './harness.js';
+import { fieldsOf, gatedHandler, useStreams } from './harness.js';
 
 const payload = z.object({ n: z.number() });
 
@@ -46,33 +46,22 @@ describeWithRedis('pending entries', () => {
   it('at-least-once: an entry whose handler is still running is kept fresh, so another live consumer does not take it over', async () => {
     const stream = defineStream({ name: t.name('fresh'), payload });
     const raw = t.redis();
-    const started = deferred();
-    const gate = deferred();
-    let calls = 0;
-    const slow = defineConsumer({
-      stream,
-      group: 'g',
-      claimIdleMs: 150,
-      handler: async () => {
-        calls++;
-        started.resolve();
-        await gate.promise;
-      },
-    });
+    const gated = gatedHandler();
+    const slow = defineConsumer({ stream, group: 'g', claimIdleMs: 150, handler: gated.handler });
     const { events, of } = t.recorder();
     const a = t.runner({ consumers: [slow], events });
     await a.start();
     await t.client().publish(stream, { n: 1 });
-    await started.promise;
+    await gated.started;
     const b = t.runner({ consumers: [slow], events });
     await b.start();
     // Wait until B has scanned the pending list many times over, well past claimIdleMs.
     const claims = async () => Number(/cmdstat_xautoclaim:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0);
     const before = await claims();
-    await waitFor('many reclaim passes (or a takeover)', async () => calls > 1 || (await claims()) - before >= 12);
-    gate.resolve();
+    await waitFor('many reclaim passes (or a takeover)', async () => gated.calls > 1 || (await claims()) - before >= 12);
+    gated.release();
     await waitFor('acked', async () => (await pendingCount(raw, stream.name)) === 0);
-    expect(calls).toBe(1);
+    expect(gated.calls).toBe(1);
     expect(of('stream.reclaimed')).toEqual([]);
   });
 

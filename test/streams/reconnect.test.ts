@@ -6,7 +6,7 @@ import { defineStream } from '../../src/streams/define-stream.js';
 import type { StreamClient } from '../../src/streams/stream-client.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
-import { deferred, useStreams } from './harness.js';
+import { gatedHandler, useStreams } from './harness.js';
 
 const payload = z.object({ n: z.number() });
 
@@ -43,31 +43,16 @@ describeWithRedis('Redis restarts', () => {
 
   it('stop is bounded while Redis is down: reads are cut, in-flight entries finish, nothing hangs', async () => {
     const stream = defineStream({ name: t.name('down'), payload });
-    const started = deferred();
-    const gate = deferred();
-    const finished: number[] = [];
-    const runner = t.runner({
-      shutdownGraceMs: 10_000,
-      consumers: [
-        defineConsumer({
-          stream,
-          group: 'g',
-          handler: async ({ n }) => {
-            started.resolve();
-            await gate.promise;
-            finished.push(n);
-          },
-        }),
-      ],
-    });
+    const gated = gatedHandler();
+    const runner = t.runner({ shutdownGraceMs: 10_000, consumers: [defineConsumer({ stream, group: 'g', handler: gated.handler })] });
     await runner.start();
     await t.client().publish(stream, { n: 1 });
-    await started.promise;
+    await gated.started;
     await redis.server().kill();
     const stopping = runner.stop();
-    gate.resolve();
+    gated.release();
     await stopping;
-    expect(finished).toEqual([1]);
+    expect(gated.finished).toEqual([1]);
     await redis.server().restart();
   });
 });
