@@ -13,7 +13,7 @@ t.migrateBeforeAll();
 afterEach(() => uninstallTracing());
 
 describe('tracing with no OpenTelemetry SDK registered', () => {
-  it('is off until a provider is registered, and on again after it is removed and re-registered', () => {
+  it('is off while nothing is registered, on while an SDK is, and off again once it is removed', () => {
     expect(tracingOff()).toBe(true);
     installTracing();
     expect(tracingOff()).toBe(false);
