@@ -118,6 +118,17 @@ export class InvalidTransitionError extends NightshiftError {
   }
 }
 
+/** An operator's retry would make a job available while another job holds its `active`-scope dedupe key. */
+export class DedupeConflictError extends NightshiftError {
+  readonly holder: string;
+  constructor(id: string, holder: string) {
+    super('NS_DEDUPE_CONFLICT', `cannot retry job ${id}: job ${holder} is pending or running with the same dedupe key (scope 'active')`, {
+      hint: `let job ${holder} finish (or cancel it), then retry; the 'active' scope allows one pending or running job per key`,
+    });
+    this.holder = holder;
+  }
+}
+
 /** The database could not be reached or refused the operation for a reason outside nightshift. */
 export class DatabaseError extends NightshiftError {
   readonly sqlState: string | undefined;

@@ -1,3 +1,4 @@
+import { activeKeyTaken, keyRelease, runReleasingKeys } from './dedupe-sql.js';
 import { run, type Executor } from './executor.js';
 import { JOB_COLUMNS, toJobRecord, type JobRecord, type JobRow, type JobState } from './job-row.js';
 import type { StatementSet } from './statements.js';
@@ -37,15 +38,17 @@ export function jobAdminStatements(set: StatementSet) {
   // One statement per action: pick the matching jobs, change them, write one audit row per job,
   // and wake workers when jobs became available, or tell the holder of a job taken from it to abort.
   // $6 actor, $7 reason, $8 limit, $9 jobs channel, $10 states the action applies to, $11 control channel.
-  const change = (action: AdminAction, assignments: string) =>
+  // A retry makes jobs available again: a pending-scope key taken meanwhile is given up (both run),
+  // an active-scope one taken meanwhile leaves the job where it is (see dedupe-sql.ts).
+  const change = (action: AdminAction, assignments: string, toAvailable = false) =>
     set.plain(
       (s) => `
 WITH target AS (
-  SELECT id, state AS old_state, lease_owner FROM ${s}.jobs
-  WHERE ${FILTER} AND state::text = ANY($10::text[])
+  SELECT id, state AS old_state, lease_owner FROM ${s}.jobs t
+  WHERE ${FILTER} AND state::text = ANY($10::text[])${toAvailable ? ` AND NOT ${activeKeyTaken(s, 't')}` : ''}
   ORDER BY id LIMIT $8 FOR UPDATE
 ), upd AS (
-  UPDATE ${s}.jobs j SET ${assignments}
+  UPDATE ${s}.jobs j SET ${assignments}${toAvailable ? `, ${keyRelease(s, 'j', 'true')}` : ''}
   FROM target WHERE j.id = target.id
   RETURNING ${JOB_COLUMNS.split(', ').map((c) => `j.${c}`).join(', ')}, target.old_state
 ), audit AS (
@@ -66,6 +69,7 @@ FROM upd ORDER BY upd.id`,
       'retry',
       `state = 'available', run_at = now(), finished_at = NULL, reason = NULL,
        max_attempts = greatest(j.max_attempts, j.attempt + 1)`,
+      true,
     ),
     cancel: change(
       'cancel',
@@ -84,6 +88,13 @@ FROM upd ORDER BY upd.id`,
       'resolve-retry',
       `state = 'available', run_at = now(), finished_at = NULL, reason = NULL,
        max_attempts = greatest(j.max_attempts, j.attempt + 1)`,
+      true,
+    ),
+    // The job holding an active-scope key that `$1` also has, if any.
+    keyHolder: set.plain(
+      (s) => `SELECT o.id::text FROM ${s}.jobs j JOIN ${s}.jobs o ON o.kind = j.kind AND o.dedupe_key = j.dedupe_key
+        AND o.state IN ('available', 'running') AND o.id <> j.id
+        WHERE j.id = $1 AND j.dedupe_scope = 'active' LIMIT 1`,
     ),
     // Unfinished jobs only: the partial indexes serve it, and it stays cheap however many finished
     // jobs are kept (metrics scrape it every few seconds).
@@ -135,7 +146,7 @@ export function jobChange(
   limit: number,
   channels: { jobs: string; control: string },
 ): Promise<ChangedRow[]> {
-  return run<ChangedRow>(db, st[action], [
+  return runReleasingKeys<ChangedRow>(db, st[action], [
     ...filterValues(f),
     who.actor,
     who.reason,
@@ -144,6 +155,12 @@ export function jobChange(
     ADMIN_FROM[action],
     channels.control,
   ]);
+}
+
+/** The job holding the active-scope dedupe key of job `id`, if another one does. */
+export async function jobKeyHolder(db: Executor, st: JobAdminStatements, id: string): Promise<string | undefined> {
+  const [row] = await run<{ id: string }>(db, st.keyHolder, [id]);
+  return row?.id;
 }
 
 /** Counts per queue, kind and state. */

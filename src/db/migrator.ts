@@ -13,7 +13,16 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * Runs outside a transaction, step by step (a file whose first line is `-- nightshift:online`):
+   * for work that must not lock a large table, such as `CREATE INDEX CONCURRENTLY`. Each step is
+   * idempotent, so a migration interrupted half-way is finished by the next `migrate()`.
+   */
+  online: boolean;
 }
+
+/** The first line of an online migration; steps are separated by lines `-- nightshift:step` and name tables `__schema__.<table>`. */
+const ONLINE = '-- nightshift:online';
 
 let cached: Migration[] | undefined;
 
@@ -26,7 +35,8 @@ export function migrations(): Migration[] {
       version: Number(f.slice(0, 4)),
       name: f.slice(5, -4),
       sql: readFileSync(join(MIGRATIONS_DIR, f), 'utf8'),
-    }));
+    }))
+    .map((m) => ({ ...m, online: m.sql.startsWith(ONLINE) }));
   return cached;
 }
 
@@ -44,33 +54,94 @@ export interface MigrateResult {
 }
 
 /**
- * Brings the schema up to date in one transaction, under a transaction-level advisory lock keyed
- * by the schema, so concurrent `migrate()` calls from many replicas apply each migration once.
+ * Brings the schema up to date. Migrations run in order; transactional ones in one transaction
+ * under a transaction-level advisory lock keyed by the schema, so concurrent `migrate()` calls
+ * from many replicas apply each migration once. An online migration (see {@link Migration}) runs
+ * its steps outside any transaction: each step is idempotent and checks what is already there
+ * (an index being built by another replica is waited for, an invalid one left by a broken build
+ * is rebuilt), so no lock is held across them and a pooler in transaction mode is no obstacle.
  * Each file runs with `search_path` set to the schema alone, so the files need no schema names.
  */
 export async function migrate(pool: PoolHandle, schema: string): Promise<MigrateResult> {
   const q = quoteIdent(schema);
-  return pool.transaction(async (tx) => {
-    await run(tx, { text: `SELECT pg_advisory_xact_lock(hashtext('nightshift.migrate:' || $1))` }, [schema]);
-    await run(tx, { text: `CREATE SCHEMA IF NOT EXISTS ${q}` });
-    await run(tx, {
-      text: `CREATE TABLE IF NOT EXISTS ${q}.migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+  let from = 0;
+  const applied: { version: number; name: string }[] = [];
+  for (;;) {
+    const next = await pool.transaction(async (tx) => {
+      await run(tx, { text: `SELECT pg_advisory_xact_lock(hashtext('nightshift.migrate:' || $1))` }, [schema]);
+      await run(tx, { text: `CREATE SCHEMA IF NOT EXISTS ${q}` });
+      await run(tx, {
+        text: `CREATE TABLE IF NOT EXISTS ${q}.migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+      });
+      const version = await currentVersion(tx, schema);
+      if (applied.length === 0) from = version;
+      if (version > latestVersion()) throw new SchemaTooNewError(schema, version, latestVersion());
+      // Apply every migration not recorded yet (not only those above the newest applied), so a
+      // migration merged with a lower number than one already applied still runs. Transactional
+      // ones run here, up to the first online one, which runs after this transaction.
+      const done = new Set((await run<{ version: number }>(tx, { text: `SELECT version FROM ${q}.migrations` })).map((r) => r.version));
+      await run(tx, { text: `SELECT set_config('search_path', $1, true)` }, [q]);
+      for (const m of migrations()) {
+        if (done.has(m.version)) continue;
+        if (m.online) return m;
+        await tx.query({ text: m.sql });
+        await run(tx, { text: `INSERT INTO ${q}.migrations (version, name) VALUES ($1, $2)` }, [m.version, m.name]);
+        applied.push({ version: m.version, name: m.name });
+      }
+      return undefined;
     });
-    const from = await currentVersion(tx, schema);
-    if (from > latestVersion()) throw new SchemaTooNewError(schema, from, latestVersion());
-    // Apply every migration not recorded yet (not only those above the newest applied), so a
-    // migration merged with a lower number than one already applied still runs.
-    const done = new Set((await run<{ version: number }>(tx, { text: `SELECT version FROM ${q}.migrations` })).map((r) => r.version));
-    const applied: { version: number; name: string }[] = [];
-    await run(tx, { text: `SELECT set_config('search_path', $1, true)` }, [q]);
-    for (const m of migrations()) {
-      if (done.has(m.version)) continue;
-      await tx.query({ text: m.sql });
-      await run(tx, { text: `INSERT INTO ${q}.migrations (version, name) VALUES ($1, $2)` }, [m.version, m.name]);
-      applied.push({ version: m.version, name: m.name });
+    if (!next) return { schema, from, to: latestVersion(), applied };
+    await runOnline(pool, schema, next);
+    const recorded = await run<{ version: number }>(pool.pool, {
+      text: `INSERT INTO ${q}.migrations (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING RETURNING version`,
+    }, [next.version, next.name]);
+    if (recorded.length) applied.push({ version: next.version, name: next.name });
+  }
+}
+
+/** A step of an online migration that builds an index: `CREATE [UNIQUE] INDEX CONCURRENTLY IF NOT EXISTS <name> ...`. */
+const CONCURRENT_INDEX = /^\s*CREATE\s+(UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+([a-z_][a-z0-9_]*)\s/i;
+
+/** Runs the steps of an online migration, each outside a transaction, each idempotent. */
+async function runOnline(pool: PoolHandle, schema: string, m: Migration): Promise<void> {
+  const steps = m.sql
+    .slice(ONLINE.length)
+    .split(/^-- nightshift:step$/m)
+    .map((step) => step.trim())
+    .filter((step) => step.replace(/^--.*$/gm, '').trim().length > 0);
+  // No search_path here: a session setting would not follow the statement through a pooler in
+  // transaction mode. Online steps name their tables as `__schema__.table`.
+  for (const raw of steps) {
+    const step = raw.replaceAll('__schema__', quoteIdent(schema));
+    const index = CONCURRENT_INDEX.exec(step)?.[2];
+    if (index) await ensureIndex(pool.pool, schema, index, step);
+    else await run(pool.pool, { text: step });
+  }
+}
+
+/**
+ * Builds an index concurrently unless a valid one exists. Another replica's build in progress is
+ * waited for; an invalid index that nobody is building (a build that was interrupted) is dropped
+ * and built again.
+ */
+async function ensureIndex(client: Executor, schema: string, name: string, ddl: string): Promise<void> {
+  const qualified = `${quoteIdent(schema)}.${quoteIdent(name)}`;
+  for (let wait = 100; ; wait = Math.min(wait * 2, 2_000)) {
+    const [row] = await run<{ valid: boolean | null; building: boolean }>(client, {
+      text: `SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)) AS valid,
+                    EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = to_regclass($1)) AS building`,
+    }, [qualified]);
+    if (row?.valid === true) return;
+    if (row?.valid === null) {
+      await run(client, { text: ddl });
+      continue;
     }
-    return { schema, from, to: latestVersion(), applied };
-  });
+    if (!row?.building) {
+      await run(client, { text: `DROP INDEX CONCURRENTLY IF EXISTS ${qualified}` });
+      continue;
+    }
+    await new Promise((r) => setTimeout(r, wait));
+  }
 }
 
 /** The schema's applied migration version, 0 when nightshift was never installed there. */

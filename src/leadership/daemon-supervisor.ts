@@ -1,7 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Database } from '../db/database.js';
 import { leaseAssert, leaseStatements, type LeaseStatements } from '../db/leases.js';
-import { FencedError, NightshiftError } from '../errors.js';
+import { FencedError, LeadershipLostError, NightshiftError } from '../errors.js';
+import type { Executor } from '../db/executor.js';
 import type { EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { DaemonContext, DaemonDefinition } from './define-daemon.js';
@@ -126,7 +127,11 @@ export class DaemonSupervisor {
     if (signal.aborted) return;
     const ctx = this.context(term, signal);
     let consecutive = 0;
-    while (!signal.aborted) {
+    // term.held() before every run: a process frozen past its lease (SIGSTOP, a long GC pause)
+    // wakes with both the run's delay and the term's deadline expired, and Node gives no order
+    // between the two timers; without this check the run would go once more under a lost term
+    // (issue 11, bug 6).
+    while (!signal.aborted && term.held()) {
       const startedAt = performance.now();
       let failure: unknown;
       this.running = true;
@@ -179,7 +184,7 @@ export class DaemonSupervisor {
       fencingToken: term.token,
       signal,
       log: this.s.logger.child({ daemon: this.daemon.name, fencingToken: term.token }),
-      db: database.pool.pool,
+      db: guardedExecutor(database.pool.pool, term, leaseName),
       fence,
       transaction: <T>(fn: (tx: Parameters<DaemonContext['fence']>[0]) => Promise<T>) =>
         database.pool.transaction(async (tx) => {
@@ -188,6 +193,25 @@ export class DaemonSupervisor {
         }),
     });
   }
+}
+
+/**
+ * The pool as a daemon sees it: every query first checks that the term still holds by this
+ * process's clock, and refuses (LeadershipLostError) once it does not, so a run that wakes from a
+ * freeze writes nothing more through `ctx.db`. A query sent just before the term ran out can still
+ * land after a successor took over: only writes fenced by the token (`ctx.transaction`,
+ * `ctx.fence`, `assert_lease`) are refused by the database itself (docs/leadership.md).
+ */
+function guardedExecutor(pool: Executor, term: LeaderTerm, leaseName: string): Executor {
+  const check = () => {
+    if (!term.held()) throw new LeadershipLostError(leaseName, term.token, 'expired');
+  };
+  return {
+    query: ((...args: Parameters<Executor['query']>) => {
+      check();
+      return pool.query(...args);
+    }) as Executor['query'],
+  };
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */

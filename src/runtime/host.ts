@@ -69,6 +69,10 @@ export class Host {
     return this.worker?.queues ?? [];
   }
 
+  get stuckHandlers(): number {
+    return this.worker?.stuckHandlers ?? 0;
+  }
+
   get listening(): boolean {
     return this.listener?.connected ?? false;
   }
@@ -237,9 +241,13 @@ export class Host {
       {
         onNotify: (channel, payload) => {
           if (channel === jobs) {
-            worker.wake(payload);
+            // `queue` (work is due) or `queue <ms>` (the earliest new job is due in ms).
+            const space = payload.indexOf(' ');
+            const queue = space < 0 ? payload : payload.slice(0, space);
+            const dueInMs = space < 0 ? undefined : Number(payload.slice(space + 1));
+            worker.wake(queue, dueInMs);
             // Tells wake-ups by notification apart from polling (fault tests, metrics).
-            if (this.d.events.active) this.d.events.emit({ type: 'listener.notified', queue: payload });
+            if (this.d.events.active) this.d.events.emit({ type: 'listener.notified', queue, ...(dueInMs !== undefined ? { dueInMs } : {}) });
           }
           else if (payload.startsWith('cancel:')) worker.cancelled(payload.slice(7));
           else if (payload.startsWith('resume:')) worker.wake(payload.slice(7));

@@ -63,11 +63,12 @@ export class Nightshift extends JobAdmin {
     });
     const database = new Database(pool, options.schema, options.preparedStatements);
     const events = new EventBus();
-    super(database, options.actor, events);
+    const registry = new JobRegistry(options.jobs);
+    super(database, options.actor, events, (kind) => registry.get(kind));
     this.events = events;
     this.options = options;
     this.pool = pool;
-    this.registry = new JobRegistry(options.jobs);
+    this.registry = registry;
     this.logger = options.logger ?? createLogger({ redact: options.redact });
     this.unlog = logEvents(this.events, this.logger, { errorMessages: options.logErrorMessages });
     this.enqueuer = new Enqueuer(database, this.registry, options.maxPayloadBytes, this.events, {
@@ -232,6 +233,14 @@ export class Nightshift extends JobAdmin {
     return this.host?.runningJobs ?? 0;
   }
 
+  /**
+   * Handlers still running after their job timed out, was cancelled or lost its lease (past the
+   * grace period): their slots were given back; each is a handler that ignores its abort signal.
+   */
+  get stuckHandlers(): number {
+    return this.host?.stuckHandlers ?? 0;
+  }
+
   /** Queues this process claims from (empty before start or with no jobs). */
   get workedQueues(): string[] {
     return this.host?.queues ?? [];
@@ -347,7 +356,7 @@ export class Nightshift extends JobAdmin {
         {
           metrics: () => metrics.text(),
           ready: () => this.ready,
-          status: () => ({ state: this.state, queues: this.workedQueues, running: this.runningCount }),
+          status: () => ({ state: this.state, queues: this.workedQueues, running: this.runningCount, stuckHandlers: this.stuckHandlers }),
         },
         options.port,
         options.host,

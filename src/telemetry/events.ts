@@ -9,6 +9,8 @@ export interface JobEventFields {
   kind: string;
   queue: string;
   attempt: number;
+  /** The W3C trace id the job carries, on the events of its runs (so log lines join the trace). */
+  traceId?: string;
 }
 
 /** Every event, by type. */
@@ -28,6 +30,7 @@ export type NightshiftEvent =
   | ({ type: 'job.resolved'; action: string; to: string; actor: string } & JobEventFields)
   | ({ type: 'job.refused'; operation: string; token: string } & JobEventFields)
   | ({ type: 'job.lease-lost'; why: string } & JobEventFields)
+  | ({ type: 'job.handler-stuck'; cause: string; graceMs: number } & JobEventFields)
   | { type: 'worker.claimed'; queue: string; asked: number; count: number }
   | { type: 'listener.connected' }
   | { type: 'listener.lost'; error: string }
@@ -60,7 +63,7 @@ export type NightshiftEvent =
   | { type: 'stream.group-created'; stream: string; group: string; recreated: boolean }
   | { type: 'stream.connection-lost'; connection: string; error: string }
   | { type: 'stream.connected'; connection: string }
-  | { type: 'listener.notified'; queue: string };
+  | { type: 'listener.notified'; queue: string; dueInMs?: number };
 
 /** Fields every stream consumer event carries. */
 export interface StreamConsumerFields {

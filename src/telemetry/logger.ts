@@ -68,6 +68,7 @@ const LEVEL: Record<NightshiftEvent['type'], 'trace' | 'debug' | 'info' | 'warn'
   'job.resolved': 'info',
   'job.refused': 'warn',
   'job.lease-lost': 'warn',
+  'job.handler-stuck': 'error',
   'worker.claimed': 'trace',
   'listener.connected': 'debug',
   'listener.lost': 'warn',
