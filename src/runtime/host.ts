@@ -9,7 +9,7 @@ import { LeaseElector } from '../leadership/lease-elector.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import type { JobMaintenance } from '../maintenance/job-maintenance.js';
 import type { RolePlan } from '../roles/role-plan.js';
-import type { EventBus } from '../telemetry/events.js';
+import { workerError, type EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import { Worker } from '../worker/worker.js';
 import type { ResolvedOptions } from './client-options.js';
@@ -166,7 +166,7 @@ export class Host {
         this.plan.roles,
         { kinds: this.plan.kinds, queues: [...queues.keys()], schedules: this.plan.schedules, daemons: this.plan.daemons, concurrency: o.concurrency },
         Math.min(10_000, o.heartbeatMs),
-        (err) => this.d.events.emit({ type: 'worker.error', where: 'process registry', error: String(err) }),
+        (err) => this.d.events.emit(workerError('process registry', err)),
       );
       await this.registry.start();
     }
@@ -207,7 +207,7 @@ export class Host {
     if (this.tasks.length) return;
     const m = this.d.maintenance;
     const events = this.d.events;
-    const onError = (task: string) => (err: unknown) => events.emit({ type: 'worker.error', where: `maintenance ${task}`, error: err instanceof Error ? err.message : String(err) });
+    const onError = (task: string) => (err: unknown) => events.emit(workerError(`maintenance ${task}`, err));
     const report = (task: string) => (count: number) => {
       if (count > 0) events.emit({ type: 'maintenance.ran', task, count });
     };

@@ -19,7 +19,7 @@ import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import { serialisePayload } from '../jobs/payload.js';
 import { trackResource } from '../lifecycle/resources.js';
-import { EventBus, type NightshiftEvent } from '../telemetry/events.js';
+import { EventBus, workerError, type NightshiftEvent } from '../telemetry/events.js';
 import { silentLogger, type Logger } from '../telemetry/logger.js';
 import { planTicks } from './catch-up.js';
 import type { ScheduleDefinition } from './define-schedule.js';
@@ -203,7 +203,7 @@ export class ScheduleTicker {
           } catch (err) {
             const error = err instanceof Error ? err : new Error(String(err));
             report.errors.push({ schedule: def.name, error });
-            this.emit({ type: 'worker.error', where: `schedule ${def.name}`, error: error.message });
+            this.emit(workerError(`schedule ${def.name}`, error));
             break;
           }
         }
@@ -215,7 +215,7 @@ export class ScheduleTicker {
     if (Date.now() - this.lastPruneAt > PRUNE_EVERY_MS) {
       this.lastPruneAt = Date.now();
       await this.prune().catch((err: unknown) =>
-        this.emit({ type: 'worker.error', where: 'schedule tick pruning', error: err instanceof Error ? err.message : String(err) }),
+        this.emit(workerError('schedule tick pruning', err)),
       );
     }
     return report;
@@ -404,7 +404,7 @@ export class ScheduleTicker {
           }
         },
         (err: unknown) => {
-          this.emit({ type: 'worker.error', where: 'schedule ticker', error: err instanceof Error ? err.message : String(err) });
+          this.emit(workerError('schedule ticker', err));
         },
       )
       .finally(() => {

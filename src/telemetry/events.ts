@@ -37,7 +37,7 @@ export type NightshiftEvent =
   | { type: 'worker.started'; owner: string; queues: string[]; concurrency: number }
   | { type: 'worker.stopping'; owner: string; running: number }
   | { type: 'worker.stopped'; owner: string }
-  | { type: 'worker.error'; where: string; error: string }
+  | { type: 'worker.error'; where: string; error: string; code?: string; sqlState?: string; constraint?: string }
   | { type: 'maintenance.ran'; task: string; count: number }
   | { type: 'process.started'; id: string; roles: string[] }
   | { type: 'process.stopping'; id: string }
@@ -132,4 +132,24 @@ export class EventBus {
       }
     }
   }
+}
+
+/**
+ * A `worker.error` event for `err` at `where`: the message (left out of logs unless error
+ * messages are asked for), and what identifies the failure without quoting anything — the
+ * nightshift code, the SQLSTATE, the violated constraint — which logs always carry.
+ */
+export function workerError(where: string, err: unknown): NightshiftEvent {
+  const e = err as { code?: unknown; sqlState?: unknown; cause?: { code?: unknown; constraint?: unknown } } | null;
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  const sqlState = typeof e?.sqlState === 'string' ? e.sqlState : typeof e?.cause?.code === 'string' ? e.cause.code : undefined;
+  const constraint = typeof e?.cause?.constraint === 'string' ? e.cause.constraint : undefined;
+  return {
+    type: 'worker.error',
+    where,
+    error: err instanceof Error ? err.message : String(err),
+    ...(code ? { code } : {}),
+    ...(sqlState && sqlState !== code ? { sqlState } : {}),
+    ...(constraint ? { constraint } : {}),
+  };
 }

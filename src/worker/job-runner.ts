@@ -8,7 +8,7 @@ import { decideFailure } from '../jobs/failure-policy.js';
 import { isJobControl } from '../jobs/job-control.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import { parsePayload } from '../jobs/payload.js';
-import type { EventBus } from '../telemetry/events.js';
+import { workerError, type EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ActiveJob, ActiveJobs } from './active-jobs.js';
 import type { Completer } from './completer.js';
@@ -50,7 +50,7 @@ export class JobRunner {
       leaseMs,
       redact,
       leaseLost: (job, why) => this.leaseLost(job, why),
-      onError: (where, err) => this.events.emit({ type: 'worker.error', where, error: err instanceof Error ? err.message : String(err) }),
+      onError: (where, err) => this.events.emit(workerError(where, err)),
     };
     this.logs = jobLogStatements(db.statements);
   }
@@ -139,7 +139,7 @@ export class JobRunner {
     try {
       await jobLogInsert(this.db.pool.pool, this.logs, job.row.id, job.row.attempt, lines);
     } catch (err) {
-      this.events.emit({ type: 'worker.error', where: 'job log', error: err instanceof Error ? err.message : String(err) });
+      this.events.emit(workerError('job log', err));
     }
   }
 
@@ -163,7 +163,7 @@ export class JobRunner {
       applied = await jobFail(this.db.pool.pool, this.db.run, row.id, row.lease_token, outcome);
     } catch (writeErr) {
       // The lease lapses and the rescuer takes the job back; nothing is lost.
-      this.events.emit({ type: 'worker.error', where: 'record failure', error: String(writeErr) });
+      this.events.emit(workerError('record failure', writeErr));
       this.active.remove(job);
       return 'unrecorded';
     }

@@ -5,7 +5,7 @@ import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { trackResource } from '../lifecycle/resources.js';
-import type { EventBus } from '../telemetry/events.js';
+import { workerError, type EventBus } from '../telemetry/events.js';
 import { DEFAULT_REDACT, type Logger } from '../telemetry/logger.js';
 import { ActiveJobs, type ActiveJob } from './active-jobs.js';
 import { Completer } from './completer.js';
@@ -365,11 +365,13 @@ export class Worker {
 
   private lastError = 0;
   private reportError(where: string, err: unknown): void {
-    this.events.emit({ type: 'worker.error', where, error: err instanceof Error ? err.message : String(err) });
+    const event = workerError(where, err);
+    this.events.emit(event);
     // Rate-limit: a database outage must not flood the log.
     const now = Date.now();
     if (now - this.lastError < 5_000) return;
     this.lastError = now;
-    this.logger.error({ where, err: err instanceof Error ? { message: err.message, code: (err as { code?: string }).code } : String(err) }, `worker error in ${where}`);
+    const { type: _type, error, ...ids } = event as Extract<typeof event, { type: 'worker.error' }>;
+    this.logger.error({ ...ids, err: { message: error } }, `worker error in ${where}`);
   }
 }
