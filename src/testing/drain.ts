@@ -23,7 +23,7 @@ export interface DrainResult {
   counts: Record<JobOutcomeStatus, number>;
 }
 
-const EMPTY_COUNTS = (): Record<JobOutcomeStatus, number> => ({ completed: 0, retry: 0, discarded: 0, held: 0, expired: 0, cancelled: 0, abandoned: 0 });
+const EMPTY_COUNTS = (): Record<JobOutcomeStatus, number> => ({ completed: 0, retry: 0, discarded: 0, held: 0, expired: 0, cancelled: 0, abandoned: 0, 'lease-lost': 0 });
 
 /**
  * Runs every due job inline, one at a time, until none is due — including the jobs those jobs

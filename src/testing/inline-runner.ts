@@ -20,9 +20,11 @@ import { testKit, type TestKit } from './test-kit.js';
  * - `discarded`: it asked to be discarded, or threw on its last attempt;
  * - `held`: it asked to be held for review (`control` is the Hold);
  * - `expired`: its deadline had passed, so it was not run;
- * - `cancelled`, `abandoned`: what a cancel during the run, or a lost at-most-once start, leads to.
+ * - `cancelled`, `abandoned`: what a cancel during the run, or a lost at-most-once start, leads to;
+ * - `lease-lost`: the job's lease was taken while it ran (rescued, re-claimed): its outcome was
+ *   refused by the fencing token, and the job is as the new holder left it.
  */
-export type JobOutcomeStatus = Exclude<JobState, 'available' | 'running'> | 'retry';
+export type JobOutcomeStatus = Exclude<JobState, 'available' | 'running'> | 'retry' | 'lease-lost';
 
 /** One run of one job: how it ended, what the handler returned or threw, and the job as stored after it. */
 export interface JobOutcome {
@@ -114,13 +116,15 @@ export class InlineRunner {
   private async outcome(row: ClaimedRow): Promise<JobOutcome> {
     const job = await jobGet(this.kit.database.pool.pool, this.kit.database.admin, row.id);
     if (!job) throw new Error(`job ${row.id} is gone: it was deleted while it ran`);
-    if (job.state === 'running') {
+    const lost = job.leaseToken !== row.lease_token && (job.state === 'running' || job.state === 'available');
+    if (job.state === 'running' && !lost) {
       const why = this.writeErrors.map((e) => (e instanceof Error ? e.message : String(e))).join('; ');
       throw new Error(`the outcome of job ${row.id} could not be recorded${why ? `: ${why}` : ''}`);
     }
     const captured = this.captured.get(`${row.id}:${row.lease_token}`);
     this.captured.delete(`${row.id}:${row.lease_token}`);
-    const base = { status: STATUS[job.state] ?? (job.state as JobOutcomeStatus), jobId: row.id, kind: row.kind, queue: row.queue, attempt: job.attempt, job };
+    const status: JobOutcomeStatus = lost ? 'lease-lost' : (STATUS[job.state] ?? (job.state as JobOutcomeStatus));
+    const base = { status, jobId: row.id, kind: row.kind, queue: row.queue, attempt: job.attempt, job };
     if (!captured) return base;
     const value = 'returned' in captured ? captured.returned : captured.threw;
     if (isJobControl(value)) return { ...base, control: value };

@@ -12,6 +12,7 @@ export const sendWelcome = defineJob({
   },
 });
 
+// #region jobs
 export const createAccount = defineJob({
   kind: 'create-account',
   payload: z.object({ userId: z.string(), email: z.string().email() }),
@@ -37,6 +38,7 @@ export const chargeCard = defineJob({
     return { charged: cents };
   },
 });
+// #endregion
 
 export const dailyDigest = defineJob({
   kind: 'daily-digest',

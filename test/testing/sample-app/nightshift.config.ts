@@ -2,6 +2,7 @@
 import { defineConfig, defineSchedule } from 'nightshift';
 import { chargeCard, createAccount, dailyDigest, sendWelcome, syncInbox } from './jobs.js';
 
+// #region config
 export default defineConfig({
   jobs: [createAccount, sendWelcome, chargeCard, dailyDigest, syncInbox],
   schedules: [
@@ -19,3 +20,4 @@ export default defineConfig({
   ],
   worker: { concurrency: 4 },
 });
+// #endregion

@@ -3,6 +3,7 @@
 import type { Executor, Nightshift } from 'nightshift';
 import { createAccount } from './jobs.js';
 
+// #region signup
 /** Records a user and enqueues their account set-up, both inside the transaction of `tx`. Returns the user id. */
 export async function signUp(ns: Nightshift, tx: Executor, email: string): Promise<string> {
   // The sample keeps its users table in the client's schema, so each test file has its own.
@@ -11,3 +12,4 @@ export async function signUp(ns: Nightshift, tx: Executor, email: string): Promi
   await ns.enqueue(createAccount, { userId, email }, { db: tx });
   return userId;
 }
+// #endregion
