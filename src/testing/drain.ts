@@ -51,7 +51,7 @@ export async function drain(ns: Nightshift, options: DrainOptions = {}): Promise
       const queue = await jobNextDueQueue(db.pool.pool, runner.kit.st, kinds, queues);
       if (queue === undefined) return result;
       if (result.jobs.length >= maxJobs) throw new DrainLimitError(maxJobs, result.jobs);
-      const [row] = await jobClaim(db.pool.pool, db.run, queue, kinds, 1, runner.owner, ns.options.leaseMs);
+      const [row] = await jobClaim(db.pool.pool, db.run, queue, kinds, 1, 1, runner.owner, ns.options.leaseMs);
       if (!row) {
         // Due but locked by another transaction's claim at this instant: look again shortly.
         if (++idle > 1_000) throw new Error(`drain: the due jobs of queue "${queue}" stay locked by another session`);
