@@ -17,7 +17,7 @@ import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './
 import { ConfigError, MissingEnvError } from '../errors.js';
 import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
 import { listProcesses } from './process-registry.js';
-import { Host } from './host.js';
+import { Host, type Wakeups } from './host.js';
 import { jobLogList, jobLogStatements, type JobLogLine } from '../db/job-logs.js';
 import { StreamClient } from '../streams/stream-client.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
@@ -30,6 +30,9 @@ import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type Sched
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
 import { assertBudget, connectionBudget, type BudgetReport } from './budget.js';
 import type { ProcessRow } from '../db/processes.js';
+
+const PREPARED_OFF_HINT =
+  'a connection pooler in transaction mode (PgBouncer) shares server connections, so nightshift now sends unnamed statements for the rest of this process (the failed one was re-run); set preparedStatements: false (database.preparedStatements in nightshift.config.ts) to start that way, see docs/poolers.md';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -61,8 +64,10 @@ export class Nightshift extends JobAdmin {
       max: options.maxConnections,
       applicationName: `nightshift:${options.owner}`,
     });
-    const database = new Database(pool, options.schema, options.preparedStatements);
     const events = new EventBus();
+    const database = new Database(pool, options.schema, options.preparedStatements, (off) =>
+      events.emit({ type: 'database.prepared-statements-off', ...off, hint: PREPARED_OFF_HINT }),
+    );
     super(database, options.actor, events);
     this.events = events;
     this.options = options;
@@ -242,6 +247,11 @@ export class Nightshift extends JobAdmin {
     return this.host?.listening ?? false;
   }
 
+  /** How the worker hears of new jobs (`notify` once the listener proved its channel, else `polling` with why); undefined without a worker. */
+  get wakeups(): Wakeups | undefined {
+    return this.host?.wakeups();
+  }
+
   /** Drops the listener's connection as a network fault would (for fault tests). */
   dropListenerConnection(): void {
     this.host?.dropListenerConnection();
@@ -300,6 +310,7 @@ export class Nightshift extends JobAdmin {
             : (await depth().catch(() => [] as DepthRow[])).map((r) => ({ queue: r.queue, state: r.state, count: r.count, oldestAvailableSeconds: r.oldest_available_seconds })),
         pool: () => this.pool.stats(),
         leadership: () => this.host?.leadership() ?? [],
+        listenerProven: () => this.host?.listenerProven,
       },
       options,
     );
@@ -347,7 +358,10 @@ export class Nightshift extends JobAdmin {
         {
           metrics: () => metrics.text(),
           ready: () => this.ready,
-          status: () => ({ state: this.state, queues: this.workedQueues, running: this.runningCount }),
+          status: () => {
+            const w = this.wakeups;
+            return { state: this.state, queues: this.workedQueues, running: this.runningCount, ...(w ? { wakeups: w.mode, ...(w.reason ? { wakeupsReason: w.reason } : {}) } : {}) };
+          },
         },
         options.port,
         options.host,
