@@ -141,7 +141,7 @@ export class PreparedStatementsError extends NightshiftError {
       `prepared statement "${statement}" ${sqlState === '42P05' ? 'already exists' : 'does not exist'} on this server connection (SQLSTATE ${sqlState}): a connection pooler in transaction mode (PgBouncer) shares server connections between clients, so statements prepared on one are missing or taken on another; the transaction is aborted`,
       {
         cause,
-        hint: "behind a transaction-mode pooler set preparedStatements: false (database.preparedStatements in nightshift.config.ts), or leave it unset ('auto'), which names statements only where a collision can be retried; or connect in session mode, or use PgBouncer ≥ 1.21 with max_prepared_statements > 0 (docs/poolers.md)",
+        hint: "behind a transaction-mode pooler set preparedStatements: false (database.preparedStatements in nightshift.config.ts), or leave it unset ('auto'), which sends unnamed statements on connections through a pooler and re-runs a collided one on the pool; or connect in session mode, or use PgBouncer ≥ 1.21 with max_prepared_statements > 0 (docs/poolers.md)",
       },
     );
     this.sqlState = sqlState;

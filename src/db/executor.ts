@@ -22,12 +22,16 @@ export interface Executor {
 /**
  * Runs a statement, by name when its policy says so. A named statement that collides behind a
  * transaction-mode pooler (the server connection is not the one it was prepared on: SQLSTATE
- * 26000 or 42P05) failed at Parse/Bind, before anything ran — so on a pool it is run again unnamed
- * (once), and the client stops naming statements; inside a transaction, which the failure has
- * aborted, it becomes NS_PREPARED_STATEMENTS.
+ * 26000 or 42P05) failed at Parse/Bind, before anything ran — so in `'auto'` mode on a pool it is
+ * run again unnamed (once); inside a transaction, which the failure has aborted, and with
+ * `preparedStatements: true`, it becomes NS_PREPARED_STATEMENTS.
  */
 async function execute(db: Executor, stmt: Statement, values: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
-  const named = stmt.name !== undefined && (stmt.prepared?.useName(db) ?? true);
+  let named = stmt.name !== undefined;
+  if (named && stmt.prepared) {
+    const use = stmt.prepared.useName(db);
+    named = typeof use === 'boolean' ? use : await use;
+  }
   try {
     return await db.query(named ? { name: stmt.name, text: stmt.text, values } : { text: stmt.text, values });
   } catch (err) {

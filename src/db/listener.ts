@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { trackResource } from '../lifecycle/resources.js';
-import { run, type Executor } from './executor.js';
+import type { Executor } from './executor.js';
 import { quoteIdent } from './identifiers.js';
+import { ListenerProof, type ProofState } from './listener-proof.js';
 
-/** Payloads of proof notifications start with this; the listener keeps them to itself. */
-export const PROOF_PREFIX = 'nightshift-proof:';
+export type { ProofState } from './listener-proof.js';
 
 /** What the listener reports. */
 export interface ListenerEvents {
@@ -16,20 +15,10 @@ export interface ListenerEvents {
   /** The connection was lost (or a health check failed); it reconnects by itself. */
   onLost(error: Error): void;
   /**
-   * The proof after a (re)connect settled: the listener heard its own notification (`true`; also
-   * when the echo comes late), or not within the bound or it could not be sent (`false`, with why).
+   * The proof after a (re)connect settled: the listener heard its own notification (`true`; a late
+   * echo counts), or not within the bound, or it could not be sent (`false`, with why).
    */
   onProof?(proven: boolean, reason?: string): void;
-}
-
-/** How the listener proves that notifications reach it (see {@link Listener}). */
-export interface ListenerProof {
-  /** One of the listened channels; its listeners must ignore payloads starting with {@link PROOF_PREFIX}. */
-  channel: string;
-  /** Where the proof NOTIFY is sent from: the shared pool, the path every real notification takes. */
-  via: Executor;
-  /** How long the echo may take before the proof fails. */
-  timeoutMs: number;
 }
 
 export interface ListenerOptions {
@@ -42,15 +31,11 @@ export interface ListenerOptions {
   /** Upper bound of the reconnect back-off. */
   maxReconnectDelayMs: number;
   applicationName: string;
-  /** Prove the channel after each (re)connect. Default: no proof. */
-  proof?: ListenerProof;
-}
-
-/** Where the listener's proof stands. */
-export interface ProofState {
-  /** `true` heard, `false` not heard (or not sent), `undefined` not connected or still waiting. */
-  proven: boolean | undefined;
-  reason?: string;
+  /**
+   * Prove after each (re)connect that notifications sent through `via` (the shared pool) reach
+   * this connection, waiting `timeoutMs` for the echo, before listening on `channels`. Default: no proof.
+   */
+  proof?: { via: Executor; timeoutMs: number };
 }
 
 /**
@@ -58,11 +43,11 @@ export interface ProofState {
  * reconnects with back-off when the link dies (including a silent cut, found by a periodic probe),
  * and reports every (re)connect so the worker fetches at once.
  *
- * A LISTEN can succeed and still hear nothing: through a transaction-mode pooler (PgBouncer) it
- * registers on whichever server connection ran it, which then serves other clients. So after each
- * (re)connect the listener proves its channel: it sends a notification with a unique payload
- * through the pool — not its own connection, whose echo a pooler would deliver within the same
- * transaction — and reports whether it arrived within the bound.
+ * With a proof (see {@link ListenerProof}) it first listens on a channel of its own and proves it;
+ * only a proven connection LISTENs on the real channels. Through a transaction-mode pooler the
+ * proof fails and the real channels are never LISTENed there — which would register them on a
+ * pooled server connection, where every job's notification lands in some other client's
+ * transaction or in the pooler's log (`got packet 'A' from server when not linked`).
  */
 export class Listener {
   private client: pg.Client | undefined;
@@ -72,25 +57,31 @@ export class Listener {
   private attempts = 0;
   private release: (() => void) | undefined;
   private connecting: Promise<void> | undefined;
-  private proofState: ProofState = { proven: undefined };
-  private proofToken: string | undefined;
-  private proofTimer: NodeJS.Timeout | undefined;
-  /** The proof notification could not be sent (a database error): try again at the next health check. */
-  private proofRetry = false;
+  /** LISTENing on the real channels (after the proof, when there is one). */
+  private listening = false;
+  private readonly proofer: ListenerProof | undefined;
 
   constructor(
     private readonly options: ListenerOptions,
     private readonly events: ListenerEvents,
-  ) {}
+  ) {
+    const proof = options.proof;
+    if (proof) {
+      this.proofer = new ListenerProof(proof.via, proof.timeoutMs, (proven, reason) => {
+        this.events.onProof?.(proven, reason);
+        if (proven && this.client) void this.listenChannels(this.client);
+      });
+    }
+  }
 
-  /** Whether the listener holds a live, listening connection right now. */
+  /** Whether the listener holds a live connection listening on its channels right now. */
   get connected(): boolean {
-    return this.client !== undefined;
+    return this.client !== undefined && this.listening;
   }
 
   /** Whether notifications were proven to reach this listener since it last connected. */
   get proof(): ProofState {
-    return this.proofState;
+    return this.proofer?.state ?? { proven: undefined };
   }
 
   /** Starts listening; resolves after the first attempt (connected or scheduled to retry). */
@@ -107,12 +98,10 @@ export class Listener {
     this.stopped = true;
     clearTimeout(this.reconnectTimer);
     clearInterval(this.healthTimer);
-    clearTimeout(this.proofTimer);
     this.reconnectTimer = undefined;
     this.healthTimer = undefined;
-    this.proofTimer = undefined;
-    this.proofToken = undefined;
-    this.proofState = { proven: undefined };
+    this.proofer?.reset();
+    this.listening = false;
     await this.connecting?.catch(() => undefined);
     const client = this.client;
     this.client = undefined;
@@ -145,10 +134,15 @@ export class Listener {
     });
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('listener connection ended')));
-    client.on('notification', (msg) => this.notified(client, msg.channel, msg.payload ?? ''));
+    client.on('notification', (msg) => {
+      if (this.proofer && msg.channel === this.proofer.channel) {
+        if (this.client === client) this.proofer.heard(msg.payload ?? '');
+      } else this.events.onNotify(msg.channel, msg.payload ?? '');
+    });
     try {
       await client.connect();
-      for (const channel of this.options.channels) await client.query(`LISTEN ${quoteIdent(channel)}`);
+      const channels = this.proofer ? [this.proofer.channel] : this.options.channels;
+      for (const channel of channels) await client.query(`LISTEN ${quoteIdent(channel)}`);
     } catch (err) {
       client.removeAllListeners('end');
       await client.end().catch(() => undefined);
@@ -165,54 +159,25 @@ export class Listener {
     clearInterval(this.healthTimer);
     this.healthTimer = setInterval(() => this.probe(client), this.options.healthCheckMs);
     this.healthTimer.unref();
-    this.events.onConnected();
-    this.prove(client);
+    if (this.proofer) this.proofer.begin();
+    else {
+      this.listening = true;
+      this.events.onConnected();
+    }
   }
 
-  private notified(client: pg.Client, channel: string, payload: string): void {
-    const proof = this.options.proof;
-    if (proof && channel === proof.channel && payload.startsWith(PROOF_PREFIX)) {
-      // Ours settles the proof (even late); another process's proof is no business of ours.
-      if (payload === this.proofToken && this.client === client && this.proofState.proven !== true) {
-        clearTimeout(this.proofTimer);
-        this.proofState = { proven: true };
-        this.events.onProof?.(true);
-      }
+  /** After the proof: trade the proof's channel for the real ones, then report the (re)connect. */
+  private async listenChannels(client: pg.Client): Promise<void> {
+    try {
+      await client.query(`UNLISTEN ${quoteIdent(this.proofer!.channel)}`);
+      for (const channel of this.options.channels) await client.query(`LISTEN ${quoteIdent(channel)}`);
+    } catch (err) {
+      this.lost(client, err instanceof Error ? err : new Error(String(err)));
       return;
     }
-    this.events.onNotify(channel, payload);
-  }
-
-  private prove(client: pg.Client): void {
-    const proof = this.options.proof;
-    if (!proof || this.client !== client) return;
-    const token = `${PROOF_PREFIX}${randomUUID()}`;
-    this.proofToken = token;
-    this.proofState = { proven: undefined };
-    this.proofRetry = false;
-    clearTimeout(this.proofTimer);
-    const current = () => this.client === client && this.proofToken === token;
-    run(proof.via, { text: 'SELECT pg_notify($1, $2)' }, [proof.channel, token]).then(
-      () => {
-        // The echo can arrive before the NOTIFY's own reply: then it is settled already.
-        if (!current() || this.proofState.proven !== undefined) return;
-        this.proofTimer = setTimeout(() => {
-          if (!current() || this.proofState.proven !== undefined) return;
-          const reason = `the listener did not hear its own notification within ${proof.timeoutMs} ms (sent through the pool on "${proof.channel}")`;
-          this.proofState = { proven: false, reason };
-          this.events.onProof?.(false, reason);
-        }, proof.timeoutMs);
-        this.proofTimer.unref();
-      },
-      (err: unknown) => {
-        if (!current()) return;
-        const code = (err as { code?: unknown }).code;
-        const reason = `the proof notification could not be sent through the pool (${typeof code === 'string' ? code : 'database error'}); trying again at the next health check`;
-        this.proofState = { proven: false, reason };
-        this.proofRetry = true;
-        this.events.onProof?.(false, reason);
-      },
-    );
+    if (this.client !== client || this.stopped) return;
+    this.listening = true;
+    this.events.onConnected();
   }
 
   private probe(client: pg.Client): void {
@@ -225,7 +190,7 @@ export class Listener {
       () => {
         settled = true;
         clearTimeout(timer);
-        if (this.proofRetry) this.prove(client);
+        this.proofer?.retryIfUnsent();
       },
       (err: unknown) => {
         settled = true;
@@ -238,12 +203,10 @@ export class Listener {
   private lost(client: pg.Client, error: Error): void {
     if (this.client !== client) return;
     this.client = undefined;
+    this.listening = false;
+    this.proofer?.reset();
     clearInterval(this.healthTimer);
-    clearTimeout(this.proofTimer);
     this.healthTimer = undefined;
-    this.proofTimer = undefined;
-    this.proofToken = undefined;
-    this.proofState = { proven: undefined };
     client.removeAllListeners('end');
     // Destroy the socket outright: a silently cut link may never finish a graceful end.
     const socket = (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;

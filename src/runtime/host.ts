@@ -89,7 +89,7 @@ export class Host {
 
   /** Whether the listener proved its channel since it last connected; undefined when this process does not listen. */
   get listenerProven(): boolean | undefined {
-    return this.listener ? this.listener.proof.proven === true : undefined;
+    return this.listener ? this.listener.connected : undefined;
   }
 
   /**
@@ -100,11 +100,10 @@ export class Host {
   wakeups(): Wakeups | undefined {
     if (!this.worker) return undefined;
     if (!this.listener) return { mode: 'polling', reason: 'listen is off' };
-    if (!this.listener.connected) return { mode: 'polling', reason: 'the listener is not connected (it reconnects by itself)' };
+    if (this.listener.connected) return { mode: 'notify' };
     const { proven, reason } = this.listener.proof;
-    if (proven === true) return { mode: 'notify' };
-    if (proven === undefined) return { mode: 'polling', reason: 'the listener has not heard its own notification yet' };
-    return { mode: 'polling', reason: `${reason}: ${UNPROVEN_WHY}` };
+    if (proven === false) return { mode: 'polling', reason: `${reason}: ${UNPROVEN_WHY}` };
+    return { mode: 'polling', reason: 'the listener is connecting or proving its connection (it reconnects by itself)' };
   }
 
   get processId(): string | undefined {
@@ -265,9 +264,9 @@ export class Host {
       {
         ...(url ? { connectionString: url } : { clientConfig: poolOptions ?? {} }),
         channels: [jobs, control],
-        // Proven on the control channel, whose listeners ignore the proof's payload: no worker
-        // anywhere fetches because of it.
-        proof: { channel: control, via: this.d.database.pool.pool, timeoutMs: PROOF_TIMEOUT_MS },
+        // Sent through the pool, as every real notification is; on a channel of its own, so no
+        // worker anywhere is woken by it.
+        proof: { via: this.d.database.pool.pool, timeoutMs: PROOF_TIMEOUT_MS },
         healthCheckMs: 15_000,
         maxReconnectDelayMs: 5_000,
         applicationName: `nightshift:${o.owner}`,
@@ -290,8 +289,8 @@ export class Host {
         onProof: (proven, reason) =>
           this.d.events.emit(
             proven
-              ? { type: 'listener.proven', channel: control }
-              : { type: 'listener.unproven', channel: control, reason: `${reason ?? 'not heard'}: ${UNPROVEN_WHY}`, hint: UNPROVEN_HINT },
+              ? { type: 'listener.proven' }
+              : { type: 'listener.unproven', reason: `${reason ?? 'not heard'}: ${UNPROVEN_WHY}`, hint: UNPROVEN_HINT },
           ),
       },
     );

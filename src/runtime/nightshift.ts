@@ -31,8 +31,10 @@ import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
 import { assertBudget, connectionBudget, type BudgetReport } from './budget.js';
 import type { ProcessRow } from '../db/processes.js';
 
-const PREPARED_OFF_HINT =
-  'a connection pooler in transaction mode (PgBouncer) shares server connections, so nightshift now sends unnamed statements for the rest of this process (the failed one was re-run); set preparedStatements: false (database.preparedStatements in nightshift.config.ts) to start that way, see docs/poolers.md';
+const PREPARED_POOLER_HINT =
+  "connected through a connection pooler (its cancel key is not the server's): nightshift sends unnamed statements there, as named ones collide in transaction mode; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) to say so up front, or true for a session-mode pool (docs/poolers.md)";
+const PREPARED_COLLISION_HINT =
+  'a named statement collided (as behind a transaction-mode pooler, which shares server connections): nightshift sends unnamed statements for the rest of this process; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) behind such a pooler (docs/poolers.md)';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -66,7 +68,7 @@ export class Nightshift extends JobAdmin {
     });
     const events = new EventBus();
     const database = new Database(pool, options.schema, options.preparedStatements, (off) =>
-      events.emit({ type: 'database.prepared-statements-off', ...off, hint: PREPARED_OFF_HINT }),
+      events.emit({ type: 'database.prepared-statements-off', ...off, hint: off.cause === 'pooler' ? PREPARED_POOLER_HINT : PREPARED_COLLISION_HINT }),
     );
     super(database, options.actor, events);
     this.events = events;

@@ -31,6 +31,8 @@ export interface PgBouncer {
   readonly port: number;
   /** `databaseUrl` with its host and port replaced by PgBouncer's. */
   readonly url: string;
+  /** What PgBouncer logged so far (its warnings say what clients did wrong). */
+  output(): string;
   /** Stops PgBouncer and removes its directory. Safe twice. */
   destroy(): Promise<void>;
 }
@@ -52,6 +54,7 @@ export async function startPgBouncer(databaseUrl: string, options: PgBouncerOpti
   await writeFile(userlist, `"${user}" "${password}"\n`, { mode: 0o644 });
   let child: ChildProcess | undefined;
   let port = 0;
+  let log = '';
 
   const launch = (): Promise<void> =>
     new Promise((resolve, reject) => {
@@ -62,6 +65,7 @@ export async function startPgBouncer(databaseUrl: string, options: PgBouncerOpti
       let ready = false;
       const onData = (chunk: Buffer) => {
         output += chunk.toString();
+        log += chunk.toString();
         if (process.env.PGBOUNCER_LOG) process.stderr.write(chunk);
         if (!ready && output.includes('process up')) {
           ready = true;
@@ -124,6 +128,7 @@ export async function startPgBouncer(databaseUrl: string, options: PgBouncerOpti
   return {
     port,
     url: url.toString(),
+    output: () => log,
     async destroy() {
       if (destroyed) return;
       destroyed = true;
