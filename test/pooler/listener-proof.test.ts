@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 import { expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineJob, type NightshiftEvent } from '../../src/index.js';
+import { defineJob, type Nightshift, type NightshiftEvent, type NightshiftOptions } from '../../src/index.js';
 import { createLogger } from '../../src/telemetry/logger.js';
 import { useTestDatabase } from '../support/db.js';
 import { describeWithPgBouncer, usePgBouncer } from '../support/pgbouncer.js';
@@ -114,5 +117,32 @@ describeWithPgBouncer('the listener behind PgBouncer in transaction mode', () =>
     await second.enqueue(job, { n: 1 });
     await woken;
     expect(heard[0]).toMatchObject({ type: 'listener.notified', queue: 'quiet' });
+  });
+
+  it('the example of docs/poolers.md, run as written: the listener on its direct URL is proven', async () => {
+    const doc = readFileSync(fileURLToPath(new URL('../../docs/poolers.md', import.meta.url)), 'utf8');
+    const block = /<!-- example: listen-url -->\s*```ts\n([\s\S]*?)```/.exec(doc);
+    expect(block, 'example block in docs/poolers.md').toBeTruthy();
+    const js = ts.transpileModule(block![1]!, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } }).outputText;
+    // The test's client factory adds only this file's schema and a quiet logger (and stops it after the test).
+    const modules: Record<string, unknown> = { nightshift: { createNightshift: (o: NightshiftOptions) => t.client(o), defineJob }, zod: { z } };
+    const exports: { ns?: Nightshift } = {};
+    const env = { DATABASE_URL: process.env.DATABASE_URL, DATABASE_LISTEN_URL: process.env.DATABASE_LISTEN_URL };
+    process.env.DATABASE_URL = b.bouncer().url;
+    process.env.DATABASE_LISTEN_URL = t.url;
+    try {
+      new Function('require', 'exports', js)((name: string) => modules[name], exports);
+    } finally {
+      for (const [k, v] of Object.entries(env)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+    const ns = exports.ns!;
+    expect(ns.options.databaseUrl).toBe(b.bouncer().url);
+    const proven = nextEvent<NightshiftEvent>((l) => ns.on(l), (e) => e.type === 'listener.proven');
+    await ns.start();
+    await proven;
+    expect(ns.wakeups).toEqual({ mode: 'notify' });
   });
 });
