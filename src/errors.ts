@@ -138,6 +138,27 @@ export class DatabaseError extends NightshiftError {
   }
 }
 
+/**
+ * A named prepared statement of nightshift's was not the one on the server connection (SQLSTATE
+ * 42P05 or 26000): a transaction-mode pooler (PgBouncer) handed the client another server
+ * connection. Raised where the statement cannot be re-run — inside a transaction, which the failure
+ * aborted — or when `preparedStatements: true` forbids switching them off.
+ */
+export class PreparedStatementsError extends NightshiftError {
+  readonly sqlState: string;
+  constructor(statement: string, sqlState: string, cause: unknown) {
+    super(
+      'NS_PREPARED_STATEMENTS',
+      `prepared statement "${statement}" ${sqlState === '42P05' ? 'already exists' : 'does not exist'} on this server connection (SQLSTATE ${sqlState}): a connection pooler in transaction mode (PgBouncer) shares server connections between clients, so statements prepared on one are missing or taken on another; the transaction is aborted`,
+      {
+        cause,
+        hint: "behind a transaction-mode pooler set preparedStatements: false (database.preparedStatements in nightshift.config.ts), or leave it unset ('auto'), which sends unnamed statements on connections through a pooler and re-runs a collided one on the pool; or connect in session mode, or use PgBouncer ≥ 1.21 with max_prepared_statements > 0 (docs/poolers.md)",
+      },
+    );
+    this.sqlState = sqlState;
+  }
+}
+
 /** The client was stopped; it takes no more work. */
 export class StoppedError extends NightshiftError {
   constructor(what: string) {
@@ -261,7 +282,7 @@ export class MissingEnvError extends NightshiftError {
 export class BudgetExceededError extends NightshiftError {
   constructor(message: string) {
     super('NS_BUDGET_EXCEEDED', message, {
-      hint: 'lower maxConnections per process or the number of replicas, raise max_connections on the server, or put a pooler in front',
+      hint: 'lower maxConnections per process or the number of replicas, raise max_connections on the server, or put a pooler in front (docs/poolers.md)',
     });
   }
 }

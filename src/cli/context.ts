@@ -43,8 +43,11 @@ export async function cliContext(g: GlobalOptions): Promise<CliContext> {
         ...options,
         ...(g.schema ? { schema: g.schema } : {}),
         ...(g.actor ? { actor: g.actor } : {}),
-        // Admin commands are short-lived: a small pool, no process registration, no maintenance.
-        ...(extra.worker ? {} : { maxConnections: 2, registerProcess: false, maintenance: false }),
+        // Admin commands are short-lived: a small pool, no process registration, no maintenance,
+        // and unnamed statements unless the config says otherwise — a command runs each statement
+        // about once, so naming saves nothing, and behind a transaction-mode pooler it would only
+        // earn a warning in the command's output (docs/poolers.md).
+        ...(extra.worker ? {} : { maxConnections: 2, registerProcess: false, maintenance: false, ...(options.preparedStatements === undefined ? { preparedStatements: false } : {}) }),
         logger: loaded.config.logger ?? createLogger({ level: process.env.NIGHTSHIFT_LOG_LEVEL ?? (extra.worker ? 'info' : 'warn') }),
         ...extra.overrides,
       });

@@ -18,7 +18,10 @@ export interface NightshiftConfig {
     schema?: string;
     /** Connections in this process's shared pool. Default 10. */
     maxConnections?: number;
-    preparedStatements?: boolean;
+    /** Named prepared statements: `'auto'` (default), `true` or `false`; see docs/poolers.md. */
+    preparedStatements?: boolean | 'auto';
+    /** A direct URL for the LISTEN connection when `url` goes through a transaction-mode pooler (docs/poolers.md). Default: `url`. */
+    listenUrl?: string;
     /** Fail start-up when `replicas` processes would exceed the server's connections. */
     budget?: { replicas?: number; maxConnectionsPerProcess?: number };
   };
@@ -51,7 +54,7 @@ export interface NightshiftConfig {
 }
 
 const TOP = ['database', 'jobs', 'schedules', 'daemons', 'redis', 'streams', 'consumers', 'roles', 'worker', 'requiredEnv', 'maxPayloadBytes', 'logger'];
-const DATABASE = ['url', 'schema', 'maxConnections', 'preparedStatements', 'budget'];
+const DATABASE = ['url', 'schema', 'maxConnections', 'preparedStatements', 'budget', 'listenUrl'];
 const WORKER = ['concurrency', 'queues', 'leaseMs', 'heartbeatMs', 'pollIntervalMs', 'shutdownGraceMs', 'maintenanceIntervalMs', 'retention'];
 const ROLE = ['jobs', 'queues', 'schedules', 'daemons', 'consumers', 'requiredEnv'];
 
@@ -161,6 +164,7 @@ const WHERE: Record<string, string> = {
   schema: 'database.schema',
   maxConnections: 'database.maxConnections',
   preparedStatements: 'database.preparedStatements',
+  listenDatabaseUrl: 'database.listenUrl',
   budget: 'database.budget',
   redisUrl: 'redis.url',
 };
@@ -181,6 +185,7 @@ export function toClientOptions(config: NightshiftConfig, o: { databaseUrl: stri
     ...(d.schema !== undefined ? { schema: d.schema } : {}),
     ...(d.maxConnections !== undefined ? { maxConnections: d.maxConnections } : {}),
     ...(d.preparedStatements !== undefined ? { preparedStatements: d.preparedStatements } : {}),
+    ...(d.listenUrl !== undefined ? { listenDatabaseUrl: d.listenUrl } : {}),
     ...(d.budget !== undefined ? { budget: d.budget } : {}),
     jobs: config.jobs ?? [],
     daemons: config.daemons ?? [],

@@ -59,8 +59,21 @@ export interface NightshiftOptions {
   retention?: Retention;
   /** LISTEN for wake-ups (polling still runs). Default true. */
   listen?: boolean;
-  /** Named prepared statements; turn off behind a transaction-mode pooler. Default true. */
-  preparedStatements?: boolean;
+  /**
+   * Named prepared statements (parsed and planned once per connection). Default `'auto'`: named
+   * on the pool, unnamed inside transactions, and switched off for the rest of the process (with
+   * one `database.prepared-statements-off` warning) the first time a transaction-mode pooler
+   * (PgBouncer) makes one collide. `false` never names them (say so up front behind such a pooler);
+   * `true` always does, and a collision is an error (NS_PREPARED_STATEMENTS). See docs/poolers.md.
+   */
+  preparedStatements?: boolean | 'auto';
+  /**
+   * A URL for the LISTEN connection alone, when `databaseUrl` (or `pool`) goes through a
+   * transaction-mode pooler that cannot deliver notifications: point it at PostgreSQL directly
+   * (or at a session-mode pool). One connection per listening process. Default: `DATABASE_LISTEN_URL`,
+   * else the pool's target.
+   */
+  listenDatabaseUrl?: string;
   /** Your logger (pino or compatible). Default: pino JSON at NIGHTSHIFT_LOG_LEVEL or info, readable in a terminal. */
   logger?: Logger;
   /** More keys to redact in the default logger (credentials and payloads always are). */
@@ -117,7 +130,8 @@ const schema = z
     maintenanceIntervalMs: ms.min(100).optional(),
     retention: z.partialRecord(z.enum(['completed', 'discarded', 'cancelled', 'expired']), z.union([z.number().min(0), z.literal(false)])).optional(),
     listen: z.boolean().optional(),
-    preparedStatements: z.boolean().optional(),
+    preparedStatements: z.union([z.boolean(), z.literal('auto')]).optional(),
+    listenDatabaseUrl: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
     logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function' && typeof (v as Logger).child === 'function', 'must be a pino logger (or one with info/warn/error/debug/child)').optional(),
     actor: z.string().min(1).max(200).optional(),
     redact: z.array(z.string().min(1)).optional(),
@@ -170,7 +184,8 @@ export interface ResolvedOptions {
   maintenanceIntervalMs: number;
   retention: Retention;
   listen: boolean;
-  preparedStatements: boolean;
+  preparedStatements: boolean | 'auto';
+  listenDatabaseUrl: string | undefined;
   logger: Logger | undefined;
   redact: string[];
   logErrorMessages: boolean;
@@ -212,6 +227,10 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
   // Redis is checked where it is needed (a process hosting consumers, a publish), so a process
   // that only works the queue can load a config with streams without REDIS_URL.
   const redisUrl = o.redisUrl ?? (process.env.REDIS_URL || undefined);
+  const listenDatabaseUrl = o.listenDatabaseUrl ?? (process.env.DATABASE_LISTEN_URL || undefined);
+  if (o.listenDatabaseUrl === undefined && listenDatabaseUrl && !/^postgres(ql)?:\/\//.test(listenDatabaseUrl)) {
+    issues.push({ path: 'listenDatabaseUrl', message: 'DATABASE_LISTEN_URL must start with postgres:// or postgresql://' });
+  }
   if (heartbeatMs >= leaseMs) issues.push({ path: 'heartbeatMs', message: `must be below leaseMs (${leaseMs}); a third of it is a good value` });
   if (issues.length) throw new ConfigError('nightshift options', issues);
   let queues: Map<string, number> | undefined;
@@ -241,7 +260,8 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     maintenanceIntervalMs: o.maintenanceIntervalMs ?? 5_000,
     retention: o.retention ?? {},
     listen: o.listen ?? true,
-    preparedStatements: o.preparedStatements ?? true,
+    preparedStatements: o.preparedStatements ?? 'auto',
+    listenDatabaseUrl,
     logger: o.logger,
     redact: o.redact ?? [],
     logErrorMessages: o.logErrorMessages ?? false,

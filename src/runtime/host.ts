@@ -33,6 +33,20 @@ export interface HostDeps {
   consumers: readonly ConsumerDefinition[];
 }
 
+/** How a worker hears of new jobs, and why when it only polls (see {@link Host.wakeups}). */
+export interface Wakeups {
+  mode: 'notify' | 'polling';
+  reason?: string;
+}
+
+const UNPROVEN_WHY =
+  'notifications do not reach the listener, as behind a transaction-mode pooler (PgBouncer); wake-ups fall back to polling';
+const UNPROVEN_HINT =
+  'give the listener a direct connection to PostgreSQL (or a session-mode pool): listenDatabaseUrl, database.listenUrl in nightshift.config.ts, or DATABASE_LISTEN_URL (docs/poolers.md)';
+
+/** How long the listener waits for its own notification after (re)connecting. */
+const PROOF_TIMEOUT_MS = 5_000;
+
 /** The lease name of leader-only maintenance (rescue, expiry, pruning, process clean-up). */
 export const MAINTENANCE_LEASE = 'nightshift:maintenance';
 
@@ -75,6 +89,25 @@ export class Host {
 
   get listening(): boolean {
     return this.listener?.connected ?? false;
+  }
+
+  /** Whether the listener proved its channel since it last connected; undefined when this process does not listen. */
+  get listenerProven(): boolean | undefined {
+    return this.listener ? this.listener.connected : undefined;
+  }
+
+  /**
+   * How this process's worker hears of new jobs: `notify` once the listener heard its own
+   * notification, else `polling` (the correctness path, every `pollIntervalMs` at the latest) with
+   * the reason. Undefined when the process runs no worker.
+   */
+  wakeups(): Wakeups | undefined {
+    if (!this.worker) return undefined;
+    if (!this.listener) return { mode: 'polling', reason: 'listen is off' };
+    if (this.listener.connected) return { mode: 'notify' };
+    const { proven, reason } = this.listener.proof;
+    if (proven === false) return { mode: 'polling', reason: `${reason}: ${UNPROVEN_WHY}` };
+    return { mode: 'polling', reason: 'the listener is connecting or proving its connection (it reconnects by itself)' };
   }
 
   get processId(): string | undefined {
@@ -230,10 +263,14 @@ export class Host {
     const o = this.d.options;
     const { jobs, control } = this.d.database.channels;
     const poolOptions = (this.d.database.pool.pool as unknown as { options?: Record<string, unknown> }).options;
+    const url = o.listenDatabaseUrl ?? o.databaseUrl;
     this.listener = new Listener(
       {
-        ...(o.databaseUrl ? { connectionString: o.databaseUrl } : { clientConfig: poolOptions ?? {} }),
+        ...(url ? { connectionString: url } : { clientConfig: poolOptions ?? {} }),
         channels: [jobs, control],
+        // Sent through the pool, as every real notification is; on a channel of its own, so no
+        // worker anywhere is woken by it.
+        proof: { via: this.d.database.pool.pool, timeoutMs: PROOF_TIMEOUT_MS },
         healthCheckMs: 15_000,
         maxReconnectDelayMs: 5_000,
         applicationName: `nightshift:${o.owner}`,
@@ -257,6 +294,12 @@ export class Host {
           worker.wake();
         },
         onLost: (error) => this.d.events.emit({ type: 'listener.lost', error: error.message }),
+        onProof: (proven, reason) =>
+          this.d.events.emit(
+            proven
+              ? { type: 'listener.proven' }
+              : { type: 'listener.unproven', reason: `${reason ?? 'not heard'}: ${UNPROVEN_WHY}`, hint: UNPROVEN_HINT },
+          ),
       },
     );
     await this.listener.start();

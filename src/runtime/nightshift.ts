@@ -17,7 +17,7 @@ import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './
 import { ConfigError, MissingEnvError } from '../errors.js';
 import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
 import { listProcesses } from './process-registry.js';
-import { Host } from './host.js';
+import { Host, type Wakeups } from './host.js';
 import { jobLogList, jobLogStatements, type JobLogLine } from '../db/job-logs.js';
 import { StreamClient } from '../streams/stream-client.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
@@ -30,6 +30,11 @@ import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type Sched
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
 import { assertBudget, connectionBudget, type BudgetReport } from './budget.js';
 import type { ProcessRow } from '../db/processes.js';
+
+const PREPARED_POOLER_HINT =
+  "connected through a connection pooler (its cancel key is not the server's): nightshift sends unnamed statements there, as named ones collide in transaction mode; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) to say so up front, or true for a session-mode pool (docs/poolers.md)";
+const PREPARED_COLLISION_HINT =
+  'a named statement collided (as behind a transaction-mode pooler, which shares server connections): nightshift sends unnamed statements for the rest of this process; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) behind such a pooler (docs/poolers.md)';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -61,8 +66,10 @@ export class Nightshift extends JobAdmin {
       max: options.maxConnections,
       applicationName: `nightshift:${options.owner}`,
     });
-    const database = new Database(pool, options.schema, options.preparedStatements);
     const events = new EventBus();
+    const database = new Database(pool, options.schema, options.preparedStatements, (off) =>
+      events.emit({ type: 'database.prepared-statements-off', ...off, hint: off.cause === 'pooler' ? PREPARED_POOLER_HINT : PREPARED_COLLISION_HINT }),
+    );
     const registry = new JobRegistry(options.jobs);
     super(database, options.actor, events, (kind) => registry.get(kind));
     this.events = events;
@@ -251,6 +258,11 @@ export class Nightshift extends JobAdmin {
     return this.host?.listening ?? false;
   }
 
+  /** How the worker hears of new jobs (`notify` once the listener proved its channel, else `polling` with why); undefined without a worker. */
+  get wakeups(): Wakeups | undefined {
+    return this.host?.wakeups();
+  }
+
   /** Drops the listener's connection as a network fault would (for fault tests). */
   dropListenerConnection(): void {
     this.host?.dropListenerConnection();
@@ -309,6 +321,7 @@ export class Nightshift extends JobAdmin {
             : (await depth().catch(() => [] as DepthRow[])).map((r) => ({ queue: r.queue, state: r.state, count: r.count, oldestAvailableSeconds: r.oldest_available_seconds })),
         pool: () => this.pool.stats(),
         leadership: () => this.host?.leadership() ?? [],
+        listenerProven: () => this.host?.listenerProven,
       },
       options,
     );
@@ -356,7 +369,16 @@ export class Nightshift extends JobAdmin {
         {
           metrics: () => metrics.text(),
           ready: () => this.ready,
-          status: () => ({ state: this.state, queues: this.workedQueues, running: this.runningCount, stuckHandlers: this.stuckHandlers }),
+          status: () => {
+            const w = this.wakeups;
+            return {
+              state: this.state,
+              queues: this.workedQueues,
+              running: this.runningCount,
+              stuckHandlers: this.stuckHandlers,
+              ...(w ? { wakeups: w.mode, ...(w.reason ? { wakeupsReason: w.reason } : {}) } : {}),
+            };
+          },
         },
         options.port,
         options.host,

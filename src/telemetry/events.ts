@@ -34,6 +34,12 @@ export type NightshiftEvent =
   | { type: 'worker.claimed'; queue: string; asked: number; count: number }
   | { type: 'listener.connected' }
   | { type: 'listener.lost'; error: string }
+  /** The listener heard its own notification, sent through the pool: NOTIFY wake-ups work. */
+  | { type: 'listener.proven' }
+  /** The listener did not hear its own notification within the bound: wake-ups fall back to polling. */
+  | { type: 'listener.unproven'; reason: string; hint: string }
+  /** `preparedStatements: 'auto'` found a connection pooler (or met a collision) and stopped naming statements there. */
+  | { type: 'database.prepared-statements-off'; cause: 'pooler' | 'collision'; statement?: string; sqlState?: string; hint: string }
   | { type: 'worker.started'; owner: string; queues: string[]; concurrency: number }
   | { type: 'worker.stopping'; owner: string; running: number }
   | { type: 'worker.stopped'; owner: string }
