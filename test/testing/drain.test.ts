@@ -66,7 +66,10 @@ describe('drain', () => {
 
   it('ends with a retry scheduled for later; a job past its deadline expires unrun', async () => {
     await t.ns.enqueue(flaky, {});
-    await t.ns.enqueue(step, { name: 'stale' }, { expiresAt: new Date(Date.now() - 1_000) });
+    // A deadline that passes before anyone claims the job (moved into the past on the database clock:
+    // an enqueue with a deadline already past is refused as a job that could never run).
+    const stale = await t.ns.enqueue(step, { name: 'stale' }, { expiresAt: new Date(Date.now() + 3_600_000) });
+    await t.ns.db.query({ text: `UPDATE "${t.ns.schema}".jobs SET expires_at = now() - interval '1 second' WHERE id = $1`, values: [stale.id] });
     const r = await drain(t.ns);
     expect(r.jobs.map((j) => j.status).sort()).toEqual(['expired', 'retry']);
     const retried = r.jobs.find((j) => j.status === 'retry')!;
