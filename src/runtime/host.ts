@@ -134,7 +134,7 @@ export class Host {
     }
     const daemons = this.d.daemons.filter((dm) => this.plan.daemons.includes(dm.name));
     if (daemons.length > 0) {
-      this.daemons = new DaemonRunner({ database: this.d.database, daemons, holder: o.owner, events: this.d.events, logger: this.d.logger });
+      this.daemons = new DaemonRunner({ database: this.d.database, daemons, holder: o.owner, events: this.d.events, logger: this.d.logger, logErrorMessages: o.logErrorMessages });
       await this.daemons.start();
     }
     const consumers = this.d.consumers.filter((c) => this.plan.consumers.includes(c.name));
