@@ -42,6 +42,15 @@ export function maintenanceLeaseMs(jobLeaseMs: number): number {
 }
 
 /**
+ * The queues a process claims: those its roles plan, each with the concurrency `queues` gives it
+ * (Infinity: only the process limit). `queues` never adds or drops a queue — a shared list used to
+ * replace the plan, so a pod whose role ran one kind claimed another's queue and never ran it.
+ */
+export function withQueueLimits(planned: ReadonlyMap<string, number>, limits: ReadonlyMap<string, number> | undefined): Map<string, number> {
+  return new Map([...planned.keys()].map((q) => [q, limits?.get(q) ?? planned.get(q) ?? Infinity]));
+}
+
+/**
  * The long-lived parts of one process, for the roles it was given: the worker and its listener,
  * daemons, leader-elected maintenance, and the process registry. Started in dependency order,
  * stopped in reverse; stop is safe at any point of a failed start.
@@ -92,7 +101,7 @@ export class Host {
 
   async start(): Promise<void> {
     const o = this.d.options;
-    const queues = o.queues ?? this.plan.queues;
+    const queues = withQueueLimits(this.plan.queues, o.queues);
     if (this.plan.kinds.length > 0 && queues.size > 0) {
       this.worker = new Worker(
         this.d.database,

@@ -28,7 +28,7 @@ import type { Registry } from 'prom-client';
 import { jobDepth, type DepthRow } from '../db/jobs-admin.js';
 import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type ScheduleTickRecord, type TriggerResult } from '../schedules/schedule-admin.js';
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
-import { assertBudget, connectionBudget, type BudgetReport } from './budget.js';
+import { assertBudget, connectionBudget, poolSize, type BudgetReport } from './budget.js';
 import type { ProcessRow } from '../db/processes.js';
 
 /**
@@ -163,7 +163,7 @@ export class Nightshift extends JobAdmin {
       await assertMigrated(this.pool.pool, this.database.schema);
       if (o.budget) {
         await assertBudget(this.pool.pool, {
-          pool: o.maxConnections,
+          pool: poolSize(o),
           listener: o.listen,
           replicas: o.budget.replicas ?? 1,
           ...(o.budget.maxConnectionsPerProcess !== undefined ? { maxPerProcess: o.budget.maxConnectionsPerProcess } : {}),
@@ -270,7 +270,7 @@ export class Nightshift extends JobAdmin {
 
   /** Connections one process of this shape (pool + listener) and `replicas` of them need, against the server. */
   connectionBudget(options: { replicas?: number } = {}): Promise<BudgetReport> {
-    return connectionBudget(this.pool.pool, { pool: this.options.maxConnections, listener: this.options.listen, replicas: options.replicas ?? 1 });
+    return connectionBudget(this.pool.pool, { pool: poolSize(this.options), listener: this.options.listen, replicas: options.replicas ?? 1 });
   }
 
   /**
