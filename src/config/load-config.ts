@@ -34,6 +34,13 @@ export async function loadConfig(explicit: string | undefined, cwd = process.cwd
     if (isNightshiftError(err)) throw err;
     throw new ConfigError(`config file ${path}`, [{ path: '', message: `could not be loaded: ${err instanceof Error ? err.message : String(err)}` }]);
   }
+  if (mod.default === undefined) {
+    // Said as such: validating the module's named exports as a config reported them as unknown keys.
+    const names = Object.keys(mod).filter((k) => k !== '__esModule' && k !== 'default');
+    throw new ConfigError(`config file ${path}`, [
+      { path: 'default', message: `the file has no default export${names.length ? ` (it exports ${names.slice(0, 10).join(', ')})` : ''}; write export default defineConfig({ ... })` },
+    ]);
+  }
   const value = (mod.default as { default?: unknown } | undefined)?.default ?? mod.default;
   if (typeof value !== 'object' || value === null) {
     throw new ConfigError(`config file ${path}`, [{ path: 'default', message: 'must default-export defineConfig({ ... })' }]);
@@ -70,7 +77,9 @@ export function isCommonJs(path: string): boolean {
 async function importTypeScript(path: string): Promise<{ default?: unknown }> {
   if (isCommonJs(path)) {
     const { require: tsxRequire } = await import('tsx/cjs/api');
-    return tsxRequire(path, import.meta.url) as { default?: unknown };
+    const exports = tsxRequire(path, import.meta.url) as { __esModule?: unknown; default?: unknown } | undefined;
+    // `export default` compiles to an ES-module shape; `module.exports = …` is the default itself.
+    return exports?.__esModule === true ? exports : { default: exports };
   }
   const { tsImport } = await import('tsx/esm/api');
   return (await tsImport(pathToFileURL(path).href, import.meta.url)) as { default?: unknown };

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NotMigratedError, SchemaTooNewError } from '../errors.js';
+import { MigrationFailedError, NotMigratedError, SchemaTooNewError } from '../errors.js';
 import { run, type Executor } from './executor.js';
 import { quoteIdent } from './identifiers.js';
 import type { PoolHandle } from './pool.js';
@@ -65,7 +65,12 @@ export async function migrate(pool: PoolHandle, schema: string): Promise<Migrate
     await run(tx, { text: `SELECT set_config('search_path', $1, true)` }, [q]);
     for (const m of migrations()) {
       if (done.has(m.version)) continue;
-      await tx.query({ text: m.sql });
+      try {
+        await tx.query({ text: m.sql });
+      } catch (err) {
+        // The transaction rolls back whole: name the migration and say what to do, not a raw pg error.
+        throw new MigrationFailedError(schema, m, err);
+      }
       await run(tx, { text: `INSERT INTO ${q}.migrations (version, name) VALUES ($1, $2)` }, [m.version, m.name]);
       applied.push({ version: m.version, name: m.name });
     }

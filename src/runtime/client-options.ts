@@ -144,7 +144,7 @@ const schema = z
           .strict(),
       )
       .optional(),
-    activeRoles: z.array(z.string()).optional(),
+    activeRoles: z.array(z.string().min(1)).optional(),
     requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
     budget: z.object({ replicas: positiveInt(10_000).optional(), maxConnectionsPerProcess: positiveInt(10_000).optional() }).strict().optional(),
     registerProcess: z.boolean().optional(),
@@ -196,6 +196,30 @@ export interface ResolvedOptions {
 
 const KEYS = Object.keys(schema.shape);
 
+/**
+ * What is wrong with a database URL, or undefined. Checked before any connection, so a malformed
+ * URL is a configuration error rather than a database failure (pg would report "Invalid URL", or
+ * quietly fall back to localhost for an undecodable password). Never quotes the URL: it may hold
+ * a password.
+ */
+export function databaseUrlProblem(url: string): string | undefined {
+  if (!/^postgres(ql)?:\/\//i.test(url)) return 'must start with postgres:// or postgresql://';
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'is not a valid URL (check the port, and percent-encode special characters in the user and password)';
+  }
+  for (const [part, value] of [['user', parsed.username], ['password', parsed.password], ['database', parsed.pathname]] as const) {
+    try {
+      decodeURIComponent(value);
+    } catch {
+      return `is not a valid URL: the ${part} has a malformed percent-encoding (write % as %25)`;
+    }
+  }
+  return undefined;
+}
+
 /** Every client option's name (the keys of {@link NightshiftOptions}). */
 export const CLIENT_OPTION_KEYS: readonly string[] = Object.freeze([...KEYS]);
 
@@ -234,6 +258,10 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
   const o = input;
   if (!o.databaseUrl && !o.pool) issues.push({ path: 'databaseUrl', message: 'give databaseUrl (or DATABASE_URL) or pool' });
   if (o.databaseUrl && o.pool) issues.push({ path: 'pool', message: 'give databaseUrl or pool, not both' });
+  if (typeof o.databaseUrl === 'string' && o.databaseUrl && databaseUrlProblem(o.databaseUrl)) issues.push({ path: 'databaseUrl', message: databaseUrlProblem(o.databaseUrl)! });
+  if (Array.isArray(o.activeRoles) && o.activeRoles.every((r) => typeof r === 'string' && r.trim() === '')) {
+    issues.push({ path: 'activeRoles', message: 'names no role; leave it out to run everything' });
+  }
   // Checked here, with everything else, so a config file reports it at load, before any connection.
   if (o.schema !== undefined && schemaNameProblem(o.schema)) issues.push({ path: 'schema', message: schemaNameProblem(o.schema)! });
   queueProblems(o, issues);
@@ -279,7 +307,7 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     owner: o.owner ?? `${hostname()}:${process.pid}`,
     enqueueBatchInFlight: o.enqueueBatchInFlight ?? 2,
     roles: o.roles ?? {},
-    activeRoles: o.activeRoles,
+    activeRoles: o.activeRoles?.map((r) => r.trim()),
     requiredEnv: o.requiredEnv ?? [],
     budget: o.budget,
     registerProcess: o.registerProcess ?? true,

@@ -121,6 +121,11 @@ export class Nightshift extends JobAdmin {
     return result;
   }
 
+  /** Throws NS_NOT_MIGRATED (or NS_SCHEMA_TOO_NEW) unless the schema has exactly this version's migrations. */
+  checkMigrated(): Promise<void> {
+    return assertMigrated(this.pool.pool, this.database.schema);
+  }
+
   /** Enqueues one job; resolves once it is committed (or part of your transaction with `{ db }`). */
   enqueue<S extends PayloadSchema>(job: JobDefinition<S> | string, payload: SchemaInput<S>, options?: EnqueueOptions): Promise<EnqueueResult> {
     return this.enqueuer.enqueue(job as JobDefinition | string, payload, options);

@@ -4,6 +4,7 @@ import { cliContext, withClient, type GlobalOptions } from '../context.js';
 import { intFlag, jsonFlag } from '../parse.js';
 import { json, out } from '../output.js';
 import { UsageError } from '../exit-codes.js';
+import { isNightshiftError, UnknownKindError } from '../../errors.js';
 
 interface EnqueueFlags {
   payload?: string;
@@ -54,8 +55,14 @@ export function registerEnqueue(program: Command): void {
         ...(f.maxAgeMs !== undefined ? { maxAgeMs: intFlag('max-age-ms', f.maxAgeMs)! } : {}),
       };
       if (!kind.trim()) throw new UsageError('the kind must not be empty');
+      const kinds = (ctx.loaded.config.jobs ?? []).map((j) => j.kind);
       const result = await withClient(ctx, (ns) =>
-        ctx.loaded.config.jobs?.some((j) => j.kind === kind) ? ns.enqueue(kind, payload as never, options) : ns.enqueueRegistered(kind, payload, options),
+        kinds.includes(kind)
+          ? ns.enqueue(kind, payload as never, options)
+          : ns.enqueueRegistered(kind, payload, options).catch((err: unknown) => {
+              // The database knows no such kind either: suggest the config's kinds (a typo of one, most likely).
+              throw isNightshiftError(err) && err.code === 'NS_UNKNOWN_KIND' ? new UnknownKindError(kind, kinds) : err;
+            }),
       );
       if (f.json) json(result);
       else out(result.deduped ? `job ${result.id} (deduped: a pending job with that key absorbed it)` : `job ${result.id} enqueued`);

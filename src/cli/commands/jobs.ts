@@ -14,7 +14,13 @@ interface FilterFlags {
 
 function jobLine(j: JobRecord): (string | number | null)[] {
   const when = j.state === 'available' && j.runAt.getTime() > Date.now() ? `in ${age(j.runAt.getTime() - Date.now())}` : age(Date.now() - (j.finishedAt ?? j.startedAt ?? j.createdAt).getTime());
-  return [j.id, j.kind, j.queue, j.state, `${j.attempt}/${j.maxAttempts}`, when, (j.reason ?? j.errors.at(-1)?.message ?? '').slice(0, 60)];
+  return [j.id, j.kind, j.queue, j.state, `${j.attempt}/${j.maxAttempts}`, when, jobNote(j).slice(0, 60)];
+}
+
+/** The note of a listing: the job's reason, else the last error — unless it completed, when an earlier attempt's error is history, not news. */
+export function jobNote(j: Pick<JobRecord, 'state' | 'reason' | 'errors'>): string {
+  if (j.reason) return j.reason;
+  return j.state === 'completed' ? '' : (j.errors.at(-1)?.message ?? '');
 }
 
 /** Prints one job in full: fields, then its error history. */

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { cliContext, withClient, type GlobalOptions } from '../context.js';
 import { intFlag } from '../parse.js';
 import { age, json, out, table } from '../output.js';
-import { UsageError } from '../exit-codes.js';
+import { EXIT, UsageError } from '../exit-codes.js';
 
 /** `nightshift workers`, `stats`, `budget` and `audit`: read-only views. */
 export function registerStatus(program: Command): void {
@@ -50,7 +50,8 @@ export function registerStatus(program: Command): void {
       out(`fleet of ${replicas}: ${report.fleet}`);
       out(`server: max_connections ${report.server.maxConnections} − ${report.server.reserved} reserved = ${report.server.available} (in use now: ${report.server.inUse})`);
       out(report.ok ? `ok: ${report.headroom} connections to spare` : `OVER BUDGET by ${-report.headroom}: lower maxConnections or replicas, or raise max_connections`);
-      if (!report.ok) process.exitCode = 1;
+      // The same code as a worker refusing to start over budget (NS_BUDGET_EXCEEDED): a configuration error.
+      if (!report.ok) process.exitCode = EXIT.usage;
     });
 
   program
