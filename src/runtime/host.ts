@@ -166,10 +166,12 @@ export class Host {
     }
     if (o.maintenance) await this.startMaintenance();
     if (o.registerProcess) {
+      const planned = { kinds: this.plan.kinds, queues: [...queues.keys()], schedules: this.plan.schedules, daemons: this.plan.daemons, consumers: this.plan.consumers };
       this.registry = new ProcessRegistry(
         this.d.database,
         this.plan.roles,
-        { kinds: this.plan.kinds, queues: [...queues.keys()], schedules: this.plan.schedules, daemons: this.plan.daemons, concurrency: o.concurrency },
+        // Read at every heartbeat: `nightshift workers` shows what each process runs now.
+        () => ({ ...planned, activeConsumers: this.consumers?.active ?? [], concurrency: o.concurrency, running: this.runningJobs, leading: this.leadership() }),
         Math.min(10_000, o.heartbeatMs),
         (err) => this.d.events.emit({ type: 'worker.error', where: 'process registry', error: String(err) }),
       );

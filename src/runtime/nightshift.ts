@@ -121,6 +121,14 @@ export class Nightshift extends JobAdmin {
     return result;
   }
 
+  /**
+   * Runs `fn` in a transaction on one connection of the shared pool: committed when `fn` resolves,
+   * rolled back when it throws. Pass `tx` as `{ db: tx }` to enqueue (or audit) inside it.
+   */
+  transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+    return this.pool.transaction(fn);
+  }
+
   /** Throws NS_NOT_MIGRATED (or NS_SCHEMA_TOO_NEW) unless the schema has exactly this version's migrations. */
   checkMigrated(): Promise<void> {
     return assertMigrated(this.pool.pool, this.database.schema);

@@ -169,7 +169,8 @@ describe('nightshift CLI', () => {
     const cancel = await run(['jobs', 'cancel', held, '--reason', 'no longer needed']);
     expect(cancel.stdout).toContain(`job ${held}: cancelled`);
     const audit = JSON.parse((await run(['audit', '--target', `job:${held}`, '--json'])).stdout);
-    expect(audit.map((a: { action: string }) => a.action)).toEqual(['cancel', 'retry', 'resolve-failed']);
+    // Newest first, back to the CLI's enqueue (audited too).
+    expect(audit.map((a: { action: string }) => a.action)).toEqual(['cancel', 'retry', 'resolve-failed', 'enqueue']);
     expect(audit[2]).toMatchObject({ actor: 'ops-anna', reason: 'voided at the PSP' });
   });
 

@@ -17,13 +17,15 @@ interface EnqueueFlags {
   debounceMs?: string;
   expiresAt?: string;
   maxAgeMs?: string;
+  reason?: string;
   json?: boolean;
 }
 
 /**
  * `nightshift enqueue <kind> --payload JSON`: validates the payload against the kind's schema when
  * the config defines the kind; otherwise enqueues through the SQL function, which knows every kind
- * a client has registered.
+ * a client has registered. Audited: the job and an audit entry (actor, job id, kind — no payload)
+ * are written in one transaction.
  */
 export function registerEnqueue(program: Command): void {
   program
@@ -39,6 +41,7 @@ export function registerEnqueue(program: Command): void {
     .option('--debounce-ms <n>', 'with --dedupe-key: move the pending job to now + n ms')
     .option('--expires-at <iso>', 'not run if not started by then')
     .option('--max-age-ms <n>', 'not run if not started within n ms')
+    .option('--reason <text>', 'why (kept in the audit log with who enqueued it)')
     .option('--json', 'print JSON')
     .action(async (kind: string, f: EnqueueFlags, cmd: Command) => {
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
@@ -56,13 +59,20 @@ export function registerEnqueue(program: Command): void {
       };
       if (!kind.trim()) throw new UsageError('the kind must not be empty');
       const kinds = (ctx.loaded.config.jobs ?? []).map((j) => j.kind);
+      // The job and its audit entry (who enqueued which job of which kind; never the payload)
+      // commit together, or neither does.
       const result = await withClient(ctx, (ns) =>
-        kinds.includes(kind)
-          ? ns.enqueue(kind, payload as never, options)
-          : ns.enqueueRegistered(kind, payload, options).catch((err: unknown) => {
-              // The database knows no such kind either: suggest the config's kinds (a typo of one, most likely).
-              throw isNightshiftError(err) && err.code === 'NS_UNKNOWN_KIND' ? new UnknownKindError(kind, kinds) : err;
-            }),
+        ns.transaction(async (tx) => {
+          const inTx = { ...options, db: tx };
+          const r = kinds.includes(kind)
+            ? await ns.enqueue(kind, payload as never, inTx)
+            : await ns.enqueueRegistered(kind, payload, inTx).catch((err: unknown) => {
+                // The database knows no such kind either: suggest the config's kinds (a typo of one, most likely).
+                throw isNightshiftError(err) && err.code === 'NS_UNKNOWN_KIND' ? new UnknownKindError(kind, kinds) : err;
+              });
+          await ns.auditEnqueued({ id: r.id, kind, deduped: r.deduped }, { db: tx, ...(f.reason !== undefined ? { reason: f.reason } : {}) });
+          return r;
+        }),
       );
       if (f.json) json(result);
       else out(result.deduped ? `job ${result.id} (deduped: a pending job with that key absorbed it)` : `job ${result.id} enqueued`);
