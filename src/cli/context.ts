@@ -48,7 +48,7 @@ export async function cliContext(g: GlobalOptions): Promise<CliContext> {
         ...(g.actor !== undefined ? { actor: g.actor } : {}),
         // Admin commands are short-lived: a small pool, no process registration, no maintenance.
         ...(extra.worker ? {} : { maxConnections: 2, registerProcess: false, maintenance: false }),
-        logger: loaded.config.logger ?? createLogger({ level: process.env.NIGHTSHIFT_LOG_LEVEL ?? (extra.worker ? 'info' : 'warn') }),
+        logger: loaded.config.logger ?? createLogger({ level: process.env.NIGHTSHIFT_LOG_LEVEL ?? (extra.worker ? 'info' : 'warn'), ...(loaded.config.redact ? { redact: loaded.config.redact } : {}) }),
         ...extra.overrides,
       });
     },
