@@ -46,22 +46,32 @@ export class ConfigError extends NightshiftError {
   }
 }
 
-/** A payload does not match its kind's schema, or cannot be stored as JSON. */
+/** What a payload is for: a job of a kind (stored in PostgreSQL) or an entry of a stream (published to Redis). */
+export type PayloadOwner = 'kind' | 'stream';
+
+/** A payload does not match its kind's (or stream's) schema, or cannot be stored as JSON. */
 export class PayloadInvalidError extends NightshiftError {
-  constructor(kind: string, issues: Issue[]) {
-    super('NS_PAYLOAD_INVALID', `invalid payload for kind "${kind}":\n${formatIssues(issues)}`, {
+  constructor(name: string, issues: Issue[], owner: PayloadOwner = 'kind') {
+    super('NS_PAYLOAD_INVALID', `invalid payload for ${owner} "${name}":\n${formatIssues(issues)}`, {
       issues,
-      hint: 'fix the payload so it matches the schema given to defineJob; nothing was written',
+      hint: owner === 'stream' ? 'fix the payload so it matches the schema given to defineStream; nothing was published' : 'fix the payload so it matches the schema given to defineJob; nothing was written',
     });
   }
 }
 
-/** A payload is larger than the configured limit (`maxPayloadBytes`, default 1 MiB). */
+/** A payload is larger than the configured limit (`maxPayloadBytes` of the client or the stream, default 1 MiB). */
 export class PayloadTooLargeError extends NightshiftError {
-  constructor(kind: string, bytes: number, limit: number) {
-    super('NS_PAYLOAD_TOO_LARGE', `payload for kind "${kind}" is ${bytes} bytes, over the limit of ${limit} bytes`, {
-      hint: 'store large data elsewhere (a table, object storage) and pass its id in the payload, or raise maxPayloadBytes',
+  readonly bytes: number;
+  readonly limit: number;
+  constructor(name: string, bytes: number, limit: number, owner: PayloadOwner = 'kind') {
+    super('NS_PAYLOAD_TOO_LARGE', `payload for ${owner} "${name}" is ${bytes} bytes, over the limit of ${limit} bytes`, {
+      hint:
+        owner === 'stream'
+          ? "publish a reference instead of the data (an id of a row or an object key), or raise the stream's maxPayloadBytes (defineStream); nothing was published"
+          : 'store large data elsewhere (a table, object storage) and pass its id in the payload, or raise maxPayloadBytes',
     });
+    this.bytes = bytes;
+    this.limit = limit;
   }
 }
 
@@ -429,6 +439,37 @@ export class DrainLimitError extends NightshiftError {
     const kinds = [...byKind].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} × ${n}`).join(', ');
     super('NS_DRAIN_LIMIT', `drain ran ${maxJobs} jobs and more were still due (ran: ${kinds})`, {
       hint: 'a job that enqueues itself without end never drains: fix the job, or pass a larger maxJobs for a long chain',
+    });
+  }
+}
+
+/** A migration failed: nothing of it (nor of the migrations after it) was applied. */
+export class MigrationFailedError extends NightshiftError {
+  readonly sqlState: string | undefined;
+  constructor(schema: string, migration: { version: number; name: string }, cause: unknown) {
+    const sqlState = typeof (cause as { code?: unknown } | null)?.code === 'string' ? (cause as { code: string }).code : undefined;
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    // Duplicates (42P07 table or sequence, 42710 object, 42723 function, 42701 column) and a
+    // same-named table of another shape (42703 no such column, 42804 wrong type, 42P16 bad table
+    // definition): the schema holds objects that are not nightshift's.
+    const foreign = sqlState !== undefined && ['42P07', '42710', '42723', '42701', '42703', '42P16', '42804'].includes(sqlState);
+    super('NS_MIGRATION_FAILED', `migration ${String(migration.version).padStart(4, '0')} ${migration.name} failed on schema "${schema}": ${detail}`, {
+      cause,
+      hint: foreign
+        ? `schema "${schema}" holds tables or functions nightshift did not create (an application's own jobs table?); give nightshift a schema of its own (database.schema, --schema, or the schema option); nothing was applied`
+        : 'nothing was applied (migrations run in one transaction); fix the cause and run migrate again',
+    });
+    this.sqlState = sqlState;
+  }
+}
+
+/** A port to serve on (`--metrics-port`, `serveOps`) is taken, not allowed, or not an address of this machine. */
+export class PortUnavailableError extends NightshiftError {
+  constructor(host: string, port: number, errno: string | undefined, cause: unknown) {
+    const why = errno === 'EADDRINUSE' ? 'is in use by another process' : errno === 'EACCES' ? 'needs privileges this process lacks' : errno === 'EADDRNOTAVAIL' ? 'is not an address of this machine' : `cannot be listened on (${errno ?? 'unknown error'})`;
+    super('NS_PORT_UNAVAILABLE', `${host}:${port} ${why}`, {
+      cause,
+      hint: errno === 'EADDRNOTAVAIL' ? 'use an address of this machine (--metrics-host), e.g. 127.0.0.1 or 0.0.0.0' : 'choose another port (--metrics-port; 0 picks a free one), or stop the process that holds it',
     });
   }
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { isNightshiftError } from '../errors.js';
+import { elideDataUrls } from '../telemetry/data-urls.js';
 import { nightshiftVersion } from '../runtime/version.js';
 import { registerDaemons } from './commands/daemons.js';
 import { registerDev } from './commands/dev.js';
@@ -54,7 +55,7 @@ export async function main(argv: string[]): Promise<number> {
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     if (isNightshiftError(err)) process.stderr.write(`error ${err.code}: ${err.message}\n`);
-    else process.stderr.write(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    else process.stderr.write(`error: ${elideDataUrls(err instanceof Error ? (err.stack ?? err.message) : String(err))}\n`);
     return exitCodeFor(err);
   }
 }

@@ -14,7 +14,7 @@ export interface JobFilter {
 }
 
 /** A manual state change: which states it applies to, and what it sets. */
-export type AdminAction = 'retry' | 'cancel' | 'resolve-completed' | 'resolve-failed' | 'resolve-retry';
+export type AdminAction = 'retry' | 'cancel' | 'resolve-completed' | 'resolve-failed' | 'resolve-retry' | 'run-now';
 
 /** The states each admin action applies to. */
 export const ADMIN_FROM: Record<AdminAction, readonly JobState[]> = {
@@ -23,6 +23,8 @@ export const ADMIN_FROM: Record<AdminAction, readonly JobState[]> = {
   'resolve-completed': ['held', 'abandoned'],
   'resolve-failed': ['held', 'abandoned'],
   'resolve-retry': ['held', 'abandoned'],
+  // A pending job only: one due later (runAt, delayMs, a retry's back-off) or debounced.
+  'run-now': ['available'],
 };
 
 const FILTER = `($1::text IS NULL OR kind = $1) AND ($2::text IS NULL OR queue = $2)
@@ -96,6 +98,13 @@ FROM upd ORDER BY upd.id`,
         AND o.state IN ('available', 'running') AND o.id <> j.id
         WHERE j.id = $1 AND j.dedupe_scope = 'active' LIMIT 1`,
     ),
+    // Never later than it was: a job already due keeps its place in the queue's order.
+    'run-now': change('run-now', `run_at = least(j.run_at, now())`),
+    // The CLI's enqueue: who enqueued which job of which kind — never the payload.
+    auditEnqueue: set.plain(
+      (s) => `INSERT INTO ${s}.audit_log (actor, action, target, reason, details)
+        VALUES ($1, 'enqueue', 'job:' || $2::bigint, $3, jsonb_build_object('kind', $4::text, 'deduped', $5::boolean))`,
+    ),
     // Unfinished jobs only: the partial indexes serve it, and it stays cheap however many finished
     // jobs are kept (metrics scrape it every few seconds).
     depth: set.plain(
@@ -161,6 +170,16 @@ export function jobChange(
 export async function jobKeyHolder(db: Executor, st: JobAdminStatements, id: string): Promise<string | undefined> {
   const [row] = await run<{ id: string }>(db, st.keyHolder, [id]);
   return row?.id;
+}
+
+/** Writes the audit entry of an enqueue (actor, job, kind, whether it was deduped; no payload). */
+export async function auditEnqueue(
+  db: Executor,
+  st: JobAdminStatements,
+  who: { actor: string; reason: string | null },
+  job: { id: string; kind: string; deduped: boolean },
+): Promise<void> {
+  await run(db, st.auditEnqueue, [who.actor, job.id, who.reason, job.kind, job.deduped]);
 }
 
 /** Counts per queue, kind and state. */

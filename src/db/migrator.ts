@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NotMigratedError, SchemaTooNewError } from '../errors.js';
+import { MigrationFailedError, NotMigratedError, SchemaTooNewError } from '../errors.js';
 import { run, type Executor } from './executor.js';
 import { quoteIdent } from './identifiers.js';
 import type { PoolHandle } from './pool.js';
@@ -84,14 +84,23 @@ export async function migrate(pool: PoolHandle, schema: string): Promise<Migrate
       for (const m of migrations()) {
         if (done.has(m.version)) continue;
         if (m.online) return m;
-        await tx.query({ text: m.sql });
+        try {
+          await tx.query({ text: m.sql });
+        } catch (err) {
+          // The transaction rolls back whole: name the migration and say what to do, not a raw pg error.
+          throw new MigrationFailedError(schema, m, err);
+        }
         await run(tx, { text: `INSERT INTO ${q}.migrations (version, name) VALUES ($1, $2)` }, [m.version, m.name]);
         applied.push({ version: m.version, name: m.name });
       }
       return undefined;
     });
     if (!next) return { schema, from, to: latestVersion(), applied };
-    await runOnline(pool, schema, next);
+    try {
+      await runOnline(pool, schema, next);
+    } catch (err) {
+      throw new MigrationFailedError(schema, next, err);
+    }
     const recorded = await run<{ version: number }>(pool.pool, {
       text: `INSERT INTO ${q}.migrations (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING RETURNING version`,
     }, [next.version, next.name]);

@@ -1,6 +1,6 @@
 import type { Database } from '../db/database.js';
-import { ADMIN_FROM, jobChange, jobCount, jobGet, jobKeyHolder, jobList, jobStats, type AdminAction, type ChangedRow, type JobFilter, type StatsRow } from '../db/jobs-admin.js';
 import type { Executor } from '../db/executor.js';
+import { ADMIN_FROM, auditEnqueue, jobChange, jobCount, jobGet, jobKeyHolder, jobList, jobStats, type AdminAction, type ChangedRow, type JobFilter, type StatsRow } from '../db/jobs-admin.js';
 import type { JobDefinition } from './define-job.js';
 import { JOB_STATES, toJobRecord, type JobRecord, type JobState } from '../db/job-row.js';
 import { auditList, queueList, queueSetPaused, type AuditRow, type QueueRow } from '../db/queues.js';
@@ -141,6 +141,25 @@ export class JobAdmin {
     });
   }
 
+  /**
+   * Runs a pending job now: one due later (`runAt`, `delayMs`, a retry's back-off) or debounced
+   * gets `run_at = now()` and workers are woken; audited. A later debounced enqueue with the same
+   * key may move it again, as it would have before. NS_INVALID_TRANSITION when the job is not
+   * pending (running, finished, held…), NS_JOB_NOT_FOUND when there is none.
+   */
+  async runJobNow(id: string, options: ActorOptions = {}): Promise<JobRecord> {
+    return this.changeOne('run-now', id, options);
+  }
+
+  /**
+   * Writes the audit entry of an enqueue done on someone's behalf (the CLI's `enqueue`): actor,
+   * job id, kind and whether it was deduped — never the payload. Pass the enqueue's `db` to write
+   * it in the same transaction.
+   */
+  async auditEnqueued(job: { id: string; kind: string; deduped: boolean }, options: ActorOptions & { db?: Executor } = {}): Promise<void> {
+    await auditEnqueue(options.db ?? this.database.pool.pool, this.database.admin, this.who(options), { id: checkId(job.id), kind: job.kind, deduped: job.deduped });
+  }
+
   /** Retries every job matching the filter (default: discarded ones). Returns how many (or would, with dryRun). */
   async retryJobs(options: BulkOptions = {}): Promise<number> {
     return this.changeMany('retry', { state: 'discarded', ...options });
@@ -202,7 +221,7 @@ export class JobAdmin {
         const holder = await jobKeyHolder(this.database.pool.pool, this.database.admin, jobId);
         if (holder) throw new DedupeConflictError(jobId, holder);
       }
-      throw new InvalidTransitionError(jobId, action.replace('-', ' as '), job.state, ADMIN_FROM[action]);
+      throw new InvalidTransitionError(jobId, action.startsWith('resolve-') ? action.replace('-', ' as ') : action.replace('-', ' '), job.state, ADMIN_FROM[action]);
     }
     this.emitChanged(action, rows, options);
     return toJobRecord(rows[0]!);

@@ -3,6 +3,7 @@ import type { Database } from '../db/database.js';
 import { leaseAssert, leaseStatements, type LeaseStatements } from '../db/leases.js';
 import { FencedError, LeadershipLostError, NightshiftError } from '../errors.js';
 import type { Executor } from '../db/executor.js';
+import { describeError } from '../jobs/error-text.js';
 import type { EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { DaemonContext, DaemonDefinition } from './define-daemon.js';
@@ -18,6 +19,8 @@ export interface SupervisorSettings {
   ttlMs: number;
   retryMs: number | undefined;
   restart: { initialMs: number; maxMs: number };
+  /** Log a failure's message and stack (`logErrorMessages`); otherwise only its name and code. */
+  errorMessages: boolean;
 }
 
 /** What a supervisor reports about its daemon. */
@@ -169,8 +172,11 @@ export class DaemonSupervisor {
     this.failures++;
     const message = err instanceof Error ? err.message : String(err);
     this.lastError = message;
-    // `fencingToken`, not `token`: the default logger redacts any field named token.
-    this.s.logger.error({ err, daemon: this.daemon.name, fencingToken: term.token, restartInMs: Math.round(restartInMs) }, 'daemon run failed; restarting');
+    // `fencingToken`, not `token`: the default logger redacts any field named token. The message
+    // and stack only with `logErrorMessages`, as for jobs: the daemon's code may have put anything
+    // it had in hand into them (the event carries the message for in-process listeners).
+    const error = this.s.errorMessages ? loggableError(err) : { name: errorName(err), ...errorCode(err) };
+    this.s.logger.error({ error, daemon: this.daemon.name, fencingToken: term.token, restartInMs: Math.round(restartInMs) }, 'daemon run failed; restarting');
     this.s.events.emit({ type: 'daemon.failed', name: this.daemon.name, token: term.token, error: message, restartInMs: Math.round(restartInMs) });
   }
 
@@ -212,6 +218,20 @@ function guardedExecutor(pool: Executor, term: LeaderTerm, leaseName: string): E
       return pool.query(...args);
     }) as Executor['query'],
   };
+}
+
+function errorName(err: unknown): string {
+  return err instanceof Error ? err.name : typeof err;
+}
+
+function errorCode(err: unknown): { code?: string } {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? { code: code.slice(0, 100) } : {};
+}
+
+/** Message and stack cleaned as they are for storage (no `data:` URLs, bounded). */
+function loggableError(err: unknown): Record<string, unknown> {
+  return { name: errorName(err), ...describeError(err) };
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */

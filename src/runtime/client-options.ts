@@ -1,6 +1,6 @@
 import { hostname, userInfo } from 'node:os';
 import { z } from 'zod';
-import { ConfigError, unknownKey, type Issue } from '../errors.js';
+import { closest, ConfigError, unknownKey, type Issue } from '../errors.js';
 import type { PgPool } from '../db/pool.js';
 import { schemaNameProblem } from '../db/identifiers.js';
 import type { JobDefinition } from '../jobs/define-job.js';
@@ -26,7 +26,12 @@ export interface NightshiftOptions {
   jobs?: JobDefinition[];
   /** Jobs run at once by this process, across queues. Default 10. */
   concurrency?: number;
-  /** Queues to claim from, optionally with their own concurrency. Default: the queues of `jobs`. */
+  /**
+   * Concurrency per queue: `{ mail: { concurrency: 2 } }` (a list names queues with no limit of
+   * their own). Which queues a process claims is decided by its roles — with none, the queues of
+   * all `jobs` — never by this option; a queue no kind uses and no role names is a config error.
+   * Default: no per-queue limit.
+   */
   queues?: string[] | Record<string, { concurrency?: number }>;
   /** Lease length. Default 30 000 ms. */
   leaseMs?: number;
@@ -153,7 +158,7 @@ const schema = z
           .strict(),
       )
       .optional(),
-    activeRoles: z.array(z.string()).optional(),
+    activeRoles: z.array(z.string().min(1)).optional(),
     requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
     budget: z.object({ replicas: positiveInt(10_000).optional(), maxConnectionsPerProcess: positiveInt(10_000).optional() }).strict().optional(),
     registerProcess: z.boolean().optional(),
@@ -206,6 +211,54 @@ export interface ResolvedOptions {
 
 const KEYS = Object.keys(schema.shape);
 
+/**
+ * What is wrong with a database URL, or undefined. Checked before any connection, so a malformed
+ * URL is a configuration error rather than a database failure (pg would report "Invalid URL", or
+ * quietly fall back to localhost for an undecodable password). Never quotes the URL: it may hold
+ * a password.
+ */
+export function databaseUrlProblem(url: string): string | undefined {
+  if (!/^postgres(ql)?:\/\//i.test(url)) return 'must start with postgres:// or postgresql://';
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'is not a valid URL (check the port, and percent-encode special characters in the user and password)';
+  }
+  for (const [part, value] of [['user', parsed.username], ['password', parsed.password], ['database', parsed.pathname]] as const) {
+    try {
+      decodeURIComponent(value);
+    } catch {
+      return `is not a valid URL: the ${part} has a malformed percent-encoding (write % as %25)`;
+    }
+  }
+  return undefined;
+}
+
+/** Every client option's name (the keys of {@link NightshiftOptions}). */
+export const CLIENT_OPTION_KEYS: readonly string[] = Object.freeze([...KEYS]);
+
+/**
+ * `queues` sets the concurrency of queues the roles claim; it does not choose them (that once let
+ * a shared `queues` list silently replace what a pod's role claimed). A queue that no job kind
+ * uses and no role names can be claimed by no process: a typo, or a leftover of that old meaning.
+ */
+function queueProblems(o: NightshiftOptions, issues: Issue[]): void {
+  if (o.queues === undefined || typeof o.queues !== 'object' || o.queues === null) return;
+  const known = new Set<string>();
+  for (const j of Array.isArray(o.jobs) ? o.jobs : []) if (typeof j?.queue === 'string') known.add(j.queue);
+  for (const r of Object.values(o.roles ?? {})) for (const q of Array.isArray(r?.queues) ? r.queues : []) known.add(q);
+  const named = Array.isArray(o.queues) ? o.queues.map((q, i) => [String(i), q] as const) : Object.keys(o.queues).map((q) => [q, q] as const);
+  for (const [key, queue] of named) {
+    if (typeof queue !== 'string' || known.has(queue)) continue;
+    const best = closest(queue, [...known]);
+    issues.push({
+      path: `queues.${key}`,
+      message: `no job kind has queue "${queue}" and no role names it${best ? `; did you mean "${best}"?` : ''} (queues sets the concurrency of the queues a process claims; to claim from a queue, name it in a role's queues)`,
+    });
+  }
+}
+
 /** Validates client options, reporting every problem at once with a did-you-mean for typos. */
 export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptions> {
   const issues: Issue[] = [];
@@ -220,8 +273,13 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
   const o = input;
   if (!o.databaseUrl && !o.pool) issues.push({ path: 'databaseUrl', message: 'give databaseUrl (or DATABASE_URL) or pool' });
   if (o.databaseUrl && o.pool) issues.push({ path: 'pool', message: 'give databaseUrl or pool, not both' });
+  if (typeof o.databaseUrl === 'string' && o.databaseUrl && databaseUrlProblem(o.databaseUrl)) issues.push({ path: 'databaseUrl', message: databaseUrlProblem(o.databaseUrl)! });
+  if (Array.isArray(o.activeRoles) && o.activeRoles.every((r) => typeof r === 'string' && r.trim() === '')) {
+    issues.push({ path: 'activeRoles', message: 'names no role; leave it out to run everything' });
+  }
   // Checked here, with everything else, so a config file reports it at load, before any connection.
   if (o.schema !== undefined && schemaNameProblem(o.schema)) issues.push({ path: 'schema', message: schemaNameProblem(o.schema)! });
+  queueProblems(o, issues);
   const leaseMs = o.leaseMs ?? 30_000;
   const heartbeatMs = o.heartbeatMs ?? Math.min(10_000, Math.floor(leaseMs / 3));
   // Redis is checked where it is needed (a process hosting consumers, a publish), so a process
@@ -269,7 +327,7 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     owner: o.owner ?? `${hostname()}:${process.pid}`,
     enqueueBatchInFlight: o.enqueueBatchInFlight ?? 2,
     roles: o.roles ?? {},
-    activeRoles: o.activeRoles,
+    activeRoles: o.activeRoles?.map((r) => r.trim()),
     requiredEnv: o.requiredEnv ?? [],
     budget: o.budget,
     registerProcess: o.registerProcess ?? true,

@@ -56,6 +56,15 @@ export function maintenanceLeaseMs(jobLeaseMs: number): number {
 }
 
 /**
+ * The queues a process claims: those its roles plan, each with the concurrency `queues` gives it
+ * (Infinity: only the process limit). `queues` never adds or drops a queue — a shared list used to
+ * replace the plan, so a pod whose role ran one kind claimed another's queue and never ran it.
+ */
+export function withQueueLimits(planned: ReadonlyMap<string, number>, limits: ReadonlyMap<string, number> | undefined): Map<string, number> {
+  return new Map([...planned.keys()].map((q) => [q, limits?.get(q) ?? planned.get(q) ?? Infinity]));
+}
+
+/**
  * The long-lived parts of one process, for the roles it was given: the worker and its listener,
  * daemons, leader-elected maintenance, and the process registry. Started in dependency order,
  * stopped in reverse; stop is safe at any point of a failed start.
@@ -129,7 +138,7 @@ export class Host {
 
   async start(): Promise<void> {
     const o = this.d.options;
-    const queues = o.queues ?? this.plan.queues;
+    const queues = withQueueLimits(this.plan.queues, o.queues);
     if (this.plan.kinds.length > 0 && queues.size > 0) {
       this.worker = new Worker(
         this.d.database,
@@ -171,7 +180,7 @@ export class Host {
     }
     const daemons = this.d.daemons.filter((dm) => this.plan.daemons.includes(dm.name));
     if (daemons.length > 0) {
-      this.daemons = new DaemonRunner({ database: this.d.database, daemons, holder: o.owner, events: this.d.events, logger: this.d.logger });
+      this.daemons = new DaemonRunner({ database: this.d.database, daemons, holder: o.owner, events: this.d.events, logger: this.d.logger, logErrorMessages: o.logErrorMessages });
       await this.daemons.start();
     }
     const consumers = this.d.consumers.filter((c) => this.plan.consumers.includes(c.name));
@@ -194,10 +203,12 @@ export class Host {
     }
     if (o.maintenance) await this.startMaintenance();
     if (o.registerProcess) {
+      const planned = { kinds: this.plan.kinds, queues: [...queues.keys()], schedules: this.plan.schedules, daemons: this.plan.daemons, consumers: this.plan.consumers };
       this.registry = new ProcessRegistry(
         this.d.database,
         this.plan.roles,
-        { kinds: this.plan.kinds, queues: [...queues.keys()], schedules: this.plan.schedules, daemons: this.plan.daemons, concurrency: o.concurrency },
+        // Read at every heartbeat: `nightshift workers` shows what each process runs now.
+        () => ({ ...planned, activeConsumers: this.consumers?.active ?? [], concurrency: o.concurrency, running: this.runningJobs, leading: this.leadership() }),
         Math.min(10_000, o.heartbeatMs),
         (err) => this.d.events.emit(workerError('process registry', err)),
       );

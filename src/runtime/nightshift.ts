@@ -28,7 +28,7 @@ import type { Registry } from 'prom-client';
 import { jobDepth, type DepthRow } from '../db/jobs-admin.js';
 import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type ScheduleTickRecord, type TriggerResult } from '../schedules/schedule-admin.js';
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
-import { assertBudget, connectionBudget, type BudgetReport } from './budget.js';
+import { assertBudget, connectionBudget, poolSize, type BudgetReport } from './budget.js';
 import type { ProcessRow } from '../db/processes.js';
 
 const PREPARED_POOLER_HINT =
@@ -129,6 +129,19 @@ export class Nightshift extends JobAdmin {
     return result;
   }
 
+  /**
+   * Runs `fn` in a transaction on one connection of the shared pool: committed when `fn` resolves,
+   * rolled back when it throws. Pass `tx` as `{ db: tx }` to enqueue (or audit) inside it.
+   */
+  transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+    return this.pool.transaction(fn);
+  }
+
+  /** Throws NS_NOT_MIGRATED (or NS_SCHEMA_TOO_NEW) unless the schema has exactly this version's migrations. */
+  checkMigrated(): Promise<void> {
+    return assertMigrated(this.pool.pool, this.database.schema);
+  }
+
   /** Enqueues one job; resolves once it is committed (or part of your transaction with `{ db }`). */
   enqueue<S extends PayloadSchema>(job: JobDefinition<S> | string, payload: SchemaInput<S>, options?: EnqueueOptions): Promise<EnqueueResult> {
     return this.enqueuer.enqueue(job as JobDefinition | string, payload, options);
@@ -171,7 +184,7 @@ export class Nightshift extends JobAdmin {
       await assertMigrated(this.pool.pool, this.database.schema);
       if (o.budget) {
         await assertBudget(this.pool.pool, {
-          pool: o.maxConnections,
+          pool: poolSize(o),
           listener: o.listen,
           replicas: o.budget.replicas ?? 1,
           ...(o.budget.maxConnectionsPerProcess !== undefined ? { maxPerProcess: o.budget.maxConnectionsPerProcess } : {}),
@@ -291,7 +304,7 @@ export class Nightshift extends JobAdmin {
 
   /** Connections one process of this shape (pool + listener) and `replicas` of them need, against the server. */
   connectionBudget(options: { replicas?: number } = {}): Promise<BudgetReport> {
-    return connectionBudget(this.pool.pool, { pool: this.options.maxConnections, listener: this.options.listen, replicas: options.replicas ?? 1 });
+    return connectionBudget(this.pool.pool, { pool: poolSize(this.options), listener: this.options.listen, replicas: options.replicas ?? 1 });
   }
 
   /**

@@ -41,6 +41,11 @@ const cases: [what: string, args: string[], code: number, stderr: string][] = [
   ['schedules trigger with a NUL in the payload', ['schedules', 'trigger', 'nightly-digest', '--payload', '{"day":"\\u0000"}'], 2, 'NS_PAYLOAD_INVALID'],
   ['a schema with SQL metacharacters', ['--schema', 'x"; DROP SCHEMA public; --', 'jobs', 'list'], 2, 'NS_CONFIG_INVALID'],
   ['a database URL of another scheme', ['--database-url', 'mysql://localhost/db', 'jobs', 'list'], 2, 'must start with postgres://'],
+  // Bug 12 of issue 11: typed usage errors where a value was silently ignored, or a raw error came out.
+  ['a database URL with a port beyond 65535', ['--database-url', 'postgres://u:pw@localhost:99999/db', 'jobs', 'list'], 2, 'NS_USAGE: the database URL is not a valid URL'],
+  ['an empty --schema', ['--schema', '', 'jobs', 'list'], 2, 'NS_USAGE: --schema is empty'],
+  ['--roles naming no role', ['worker', '--roles', ','], 2, 'NS_USAGE: --roles "," names no role'],
+  ['a kind one typo from a defined one', ['enqueue', 'send-emial', '--payload', '{}'], 2, 'did you mean "send-email"?'],
 ];
 
 describe('nightshift CLI: bad input', () => {
@@ -48,6 +53,18 @@ describe('nightshift CLI: bad input', () => {
     const r = await run(args);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(code);
     expect(r.stderr).toContain(stderr);
+  });
+});
+
+describe('nightshift CLI: bad input from the environment', () => {
+  it('NIGHTSHIFT_ROLES of commas only is a usage error; empty, it means every role', async () => {
+    const commas = await run(['worker'], { NIGHTSHIFT_ROLES: ' , ' });
+    expect(commas.code, commas.stderr).toBe(2);
+    expect(commas.stderr).toContain('NIGHTSHIFT_ROLES " , " names no role');
+    // Empty counts as unset: everything, which here needs the classifier's key (so it stops at once).
+    const empty = await run(['worker'], { NIGHTSHIFT_ROLES: '', OPENROUTER_API_KEY: undefined });
+    expect(empty.code, empty.stderr).toBe(2);
+    expect(empty.stderr).toContain('NS_MISSING_ENV');
   });
 });
 

@@ -12,11 +12,20 @@ const t = useTestDatabase('bad_sql');
 const s = () => `"${t.schema}"`;
 const mail = defineJob({ kind: 'mail', payload: z.object({ to: z.string() }), run: async () => undefined });
 
+let serverVersion = 0;
 beforeAll(async () => {
   const ns = t.client({ jobs: [mail] });
   await ns.migrate();
   await ns.stop();
+  serverVersion = Number((await t.sql.query(`SELECT current_setting('server_version_num') AS v`)).rows[0].v);
 });
+
+// Infinite intervals exist from PostgreSQL 17 on. Before it the literal itself is refused
+// (22007, invalid input syntax) before the function runs: nothing is written either way, and the
+// function's own check is there for the servers that can express one.
+function expectedState(call: string, sqlState: string): string {
+  return call.includes("'infinity'::interval") && serverVersion < 170_000 ? '22007' : sqlState;
+}
 
 async function jobCount(): Promise<number> {
   return (await t.sql.query(`SELECT count(*)::int AS n FROM ${s()}.jobs`)).rows[0].n;
@@ -60,7 +69,8 @@ describe('SQL enqueue(): bad calls', () => {
     [`enqueue('mail', '{}', run_at => '2026-02-30T00:00:00Z')`, '22008'],
     [`enqueue('mail', '{}', run_at => 'soon')`, '22007'],
     [`enqueue('mail', '{}', priority => '99999999999')`, '22003'],
-  ])('%s fails with SQLSTATE %s and writes nothing', async (call, sqlState) => {
+  ])('%s fails with SQLSTATE %s and writes nothing', async (call, expected) => {
+    const sqlState = expectedState(call, expected);
     const before = await jobCount();
     const err = await t.sql.query(`SELECT ${s()}.${call}`).then(
       () => undefined,

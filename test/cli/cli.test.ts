@@ -169,7 +169,8 @@ describe('nightshift CLI', () => {
     const cancel = await run(['jobs', 'cancel', held, '--reason', 'no longer needed']);
     expect(cancel.stdout).toContain(`job ${held}: cancelled`);
     const audit = JSON.parse((await run(['audit', '--target', `job:${held}`, '--json'])).stdout);
-    expect(audit.map((a: { action: string }) => a.action)).toEqual(['cancel', 'retry', 'resolve-failed']);
+    // Newest first, back to the CLI's enqueue (audited too).
+    expect(audit.map((a: { action: string }) => a.action)).toEqual(['cancel', 'retry', 'resolve-failed', 'enqueue']);
     expect(audit[2]).toMatchObject({ actor: 'ops-anna', reason: 'voided at the PSP' });
   });
 
@@ -190,8 +191,9 @@ describe('nightshift CLI', () => {
     const ok = await run(['budget', '--replicas', '2', '--json']);
     expect(ok.code).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ replicas: 2, perProcess: { pool: 10, listener: 1, total: 11 }, fleet: 22, ok: true });
+    // Over budget is a configuration error: exit 2, as a worker refusing to start over budget.
     const over = await run(['budget', '--replicas', '1000']);
-    expect(over.code).toBe(1);
+    expect(over.code).toBe(2);
     expect(over.stdout).toContain('OVER BUDGET');
     expect((await run(['budget', '--replicas', 'many'])).code).toBe(2);
   });

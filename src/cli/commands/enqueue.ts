@@ -4,6 +4,7 @@ import { cliContext, withClient, type GlobalOptions } from '../context.js';
 import { intFlag, jsonFlag } from '../parse.js';
 import { json, out } from '../output.js';
 import { UsageError } from '../exit-codes.js';
+import { isNightshiftError, UnknownKindError } from '../../errors.js';
 
 interface EnqueueFlags {
   payload?: string;
@@ -16,13 +17,15 @@ interface EnqueueFlags {
   debounceMs?: string;
   expiresAt?: string;
   maxAgeMs?: string;
+  reason?: string;
   json?: boolean;
 }
 
 /**
  * `nightshift enqueue <kind> --payload JSON`: validates the payload against the kind's schema when
  * the config defines the kind; otherwise enqueues through the SQL function, which knows every kind
- * a client has registered.
+ * a client has registered. Audited: the job and an audit entry (actor, job id, kind — no payload)
+ * are written in one transaction.
  */
 export function registerEnqueue(program: Command): void {
   program
@@ -38,6 +41,7 @@ export function registerEnqueue(program: Command): void {
     .option('--debounce-ms <n>', 'with --dedupe-key: move the pending job to now + n ms')
     .option('--expires-at <iso>', 'not run if not started by then')
     .option('--max-age-ms <n>', 'not run if not started within n ms')
+    .option('--reason <text>', 'why (kept in the audit log with who enqueued it)')
     .option('--json', 'print JSON')
     .action(async (kind: string, f: EnqueueFlags, cmd: Command) => {
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
@@ -54,8 +58,21 @@ export function registerEnqueue(program: Command): void {
         ...(f.maxAgeMs !== undefined ? { maxAgeMs: intFlag('max-age-ms', f.maxAgeMs)! } : {}),
       };
       if (!kind.trim()) throw new UsageError('the kind must not be empty');
+      const kinds = (ctx.loaded.config.jobs ?? []).map((j) => j.kind);
+      // The job and its audit entry (who enqueued which job of which kind; never the payload)
+      // commit together, or neither does.
       const result = await withClient(ctx, (ns) =>
-        ctx.loaded.config.jobs?.some((j) => j.kind === kind) ? ns.enqueue(kind, payload as never, options) : ns.enqueueRegistered(kind, payload, options),
+        ns.transaction(async (tx) => {
+          const inTx = { ...options, db: tx };
+          const r = kinds.includes(kind)
+            ? await ns.enqueue(kind, payload as never, inTx)
+            : await ns.enqueueRegistered(kind, payload, inTx).catch((err: unknown) => {
+                // The database knows no such kind either: suggest the config's kinds (a typo of one, most likely).
+                throw isNightshiftError(err) && err.code === 'NS_UNKNOWN_KIND' ? new UnknownKindError(kind, kinds) : err;
+              });
+          await ns.auditEnqueued({ id: r.id, kind, deduped: r.deduped }, { db: tx, ...(f.reason !== undefined ? { reason: f.reason } : {}) });
+          return r;
+        }),
       );
       if (f.json) json(result);
       else out(result.deduped ? `job ${result.id} (deduped: a pending job with that key absorbed it)` : `job ${result.id} enqueued`);

@@ -14,7 +14,13 @@ interface FilterFlags {
 
 function jobLine(j: JobRecord): (string | number | null)[] {
   const when = j.state === 'available' && j.runAt.getTime() > Date.now() ? `in ${age(j.runAt.getTime() - Date.now())}` : age(Date.now() - (j.finishedAt ?? j.startedAt ?? j.createdAt).getTime());
-  return [j.id, j.kind, j.queue, j.state, `${j.attempt}/${j.maxAttempts}`, when, (j.reason ?? j.errors.at(-1)?.message ?? '').slice(0, 60)];
+  return [j.id, j.kind, j.queue, j.state, `${j.attempt}/${j.maxAttempts}`, when, jobNote(j).slice(0, 60)];
+}
+
+/** The note of a listing: the job's reason, else the last error — unless it completed, when an earlier attempt's error is history, not news. */
+export function jobNote(j: Pick<JobRecord, 'state' | 'reason' | 'errors'>): string {
+  if (j.reason) return j.reason;
+  return j.state === 'completed' ? '' : (j.errors.at(-1)?.message ?? '');
 }
 
 /** Prints one job in full: fields, then its error history. */
@@ -42,7 +48,7 @@ function bulkFilter(f: FilterFlags, ids: string[]): Omit<BulkOptions, 'dryRun'> 
   };
 }
 
-/** `nightshift jobs list|show|retry|cancel|resolve`. */
+/** `nightshift jobs list|show|retry|cancel|run-now|resolve`. */
 export function registerJobs(program: Command): void {
   const jobs = program.command('jobs').description('list, inspect, retry, cancel and resolve jobs');
 
@@ -119,6 +125,18 @@ export function registerJobs(program: Command): void {
       });
   bulk('retry', 'run failed, cancelled, expired, held or abandoned jobs again now');
   bulk('cancel', 'cancel pending, held, abandoned or running jobs');
+
+  jobs
+    .command('run-now <id>')
+    .description('run a pending job now: one due later (--run-at, --delay-ms, a back-off) or debounced')
+    .option('--reason <text>', 'why (kept in the audit log)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, f: { reason?: string; json?: boolean }, cmd: Command) => {
+      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
+      const job = await withClient(ctx, (ns) => ns.runJobNow(id, { ...(f.reason !== undefined ? { reason: f.reason } : {}) }));
+      if (f.json) json(job);
+      else out(`job ${job.id}: ${job.state}, runs at ${job.runAt.toISOString()}`);
+    });
 
   jobs
     .command('resolve <id>')

@@ -2,13 +2,18 @@ import type { Command } from 'commander';
 import { cliContext, withClient, type GlobalOptions } from '../context.js';
 import { intFlag } from '../parse.js';
 import { age, json, out, table } from '../output.js';
-import { UsageError } from '../exit-codes.js';
+import { EXIT, UsageError } from '../exit-codes.js';
+
+/** The names in a registry field (older processes may lack it). */
+function names(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+}
 
 /** `nightshift workers`, `stats`, `budget` and `audit`: read-only views. */
 export function registerStatus(program: Command): void {
   program
     .command('workers')
-    .description('live processes: host, pid, roles, version, last seen')
+    .description('live processes: host, pid, roles, version, last seen, and what each runs now (jobs, queues, daemons it leads, stream consumers)')
     .option('--json', 'print JSON')
     .action(async (f: { json?: boolean }, cmd: Command) => {
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
@@ -16,8 +21,15 @@ export function registerStatus(program: Command): void {
       if (f.json) return json(list);
       out(
         table(
-          ['id', 'host', 'pid', 'roles', 'version', 'started', 'last seen', 'queues'],
-          list.map((p) => [p.id, p.host, p.pid, p.roles.join(','), p.version, age(Date.now() - p.started_at.getTime()), `${age(p.age_s * 1000)} ago`, ((p.info.queues as string[] | undefined) ?? []).join(',')]),
+          ['id', 'host', 'pid', 'roles', 'version', 'started', 'last seen', 'running', 'queues', 'leads', 'consumers'],
+          list.map((p) => {
+            const info = p.info;
+            const running = typeof info.running === 'number' ? `${info.running}/${String(info.concurrency ?? '?')}` : '';
+            // A consumer hosted but not running here is a singleton led elsewhere: shown in brackets.
+            const active = new Set(names(info.activeConsumers));
+            const consumers = names(info.consumers).map((c) => (active.has(c) || info.activeConsumers === undefined ? c : `(${c})`));
+            return [p.id, p.host, p.pid, p.roles.join(','), p.version, age(Date.now() - p.started_at.getTime()), `${age(p.age_s * 1000)} ago`, running, names(info.queues).join(','), names(info.leading).join(','), consumers.join(',')];
+          }),
         ),
       );
     });
@@ -50,7 +62,8 @@ export function registerStatus(program: Command): void {
       out(`fleet of ${replicas}: ${report.fleet}`);
       out(`server: max_connections ${report.server.maxConnections} − ${report.server.reserved} reserved = ${report.server.available} (in use now: ${report.server.inUse})`);
       out(report.ok ? `ok: ${report.headroom} connections to spare` : `OVER BUDGET by ${-report.headroom}: lower maxConnections or replicas, or raise max_connections`);
-      if (!report.ok) process.exitCode = 1;
+      // The same code as a worker refusing to start over budget (NS_BUDGET_EXCEEDED): a configuration error.
+      if (!report.ok) process.exitCode = EXIT.usage;
     });
 
   program

@@ -6,6 +6,24 @@ import { note } from '../output.js';
 import { UsageError } from '../exit-codes.js';
 
 /**
+ * The roles to run: `--roles`, else NIGHTSHIFT_ROLES, else everything. A value that names no role
+ * (`--roles ','`, `--roles ''`) is a usage error — it used to mean "everything", the opposite of
+ * what a pod meant to run. NIGHTSHIFT_ROLES empty or blank counts as unset (like a blank
+ * required variable), but one that is only commas is a mistake too.
+ */
+export function rolesOf(flag: string | undefined, env: string | undefined): string[] | undefined {
+  if (flag !== undefined) {
+    const roles = parseRoles(flag);
+    if (!roles) throw new UsageError(`--roles "${flag}" names no role`, 'give comma-separated role names, or leave --roles out to run everything');
+    return roles;
+  }
+  if (env === undefined || env.trim() === '') return undefined;
+  const roles = parseRoles(env);
+  if (!roles) throw new UsageError(`NIGHTSHIFT_ROLES "${env}" names no role`, 'give comma-separated role names, or unset it to run everything');
+  return roles;
+}
+
+/**
  * `nightshift worker`: runs the roles given (`--roles a,b` or NIGHTSHIFT_ROLES; everything when
  * none) until SIGTERM/SIGINT, then shuts down gracefully: no new claims, running jobs finish within
  * the grace period or are handed back. A second signal exits at once.
@@ -21,7 +39,7 @@ export function registerWorker(program: Command): void {
     .action(async (opts: { roles?: string; concurrency?: string; metricsPort?: string; metricsHost: string }, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
       const ctx = await cliContext(g);
-      const roles = parseRoles(opts.roles ?? process.env.NIGHTSHIFT_ROLES);
+      const roles = rolesOf(opts.roles, process.env.NIGHTSHIFT_ROLES);
       const concurrency = intFlag('concurrency', opts.concurrency);
       const metricsPort = intFlag('metrics-port', opts.metricsPort);
       if (metricsPort !== undefined && (metricsPort < 0 || metricsPort > 65_535)) throw new UsageError('--metrics-port must be from 0 to 65535');
