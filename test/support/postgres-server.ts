@@ -143,7 +143,10 @@ export async function startPostgres(options: ClusterOptions = {}): Promise<Postg
  * cluster is a valid base backup; pg_basebackup is not shipped). Start the primary again, then
  * the standby. `applicationName` names it in `synchronous_standby_names`.
  */
-export async function createStandby(primary: PostgresServer, options: { flags?: string[]; applicationName?: string } = {}): Promise<PostgresServer> {
+export async function createStandby(
+  primary: PostgresServer,
+  options: { flags?: string[]; applicationName?: string; /** Stream from this port instead (a proxy in front of the primary). */ primaryPort?: number } = {},
+): Promise<PostgresServer> {
   if (primary.pid() !== undefined) throw new Error('createStandby copies a stopped primary: stop() it first');
   const native = await postgresNativeDir(primary.major);
   const user = postgresUser();
@@ -153,7 +156,7 @@ export async function createStandby(primary: PostgresServer, options: { flags?: 
   cpSync(primary.dataDir, dataDir, { recursive: true, preserveTimestamps: true });
   if (user) chownTree(dataDir, user);
   writeFileSync(join(dataDir, 'standby.signal'), '');
-  const conninfo = `host=127.0.0.1 port=${primary.port} user=postgres password=${PASSWORD} application_name=${options.applicationName ?? 'standby'}`;
+  const conninfo = `host=127.0.0.1 port=${options.primaryPort ?? primary.port} user=postgres password=${PASSWORD} application_name=${options.applicationName ?? 'standby'}`;
   appendFileSync(join(dataDir, 'postgresql.auto.conf'), `primary_conninfo = '${conninfo}'\n`);
   return serverFor({ major: primary.major, native, user, base, dataDir, port: await freePort(), flags: options.flags ?? [] });
 }
@@ -220,10 +223,12 @@ function serverFor(c: {
       );
       proc.stdout!.on('data', keep);
       await new Promise<void>((resolve, reject) => {
+        let thisStart = '';
         const onData = (chunk: Buffer) => {
           keep(chunk);
+          thisStart += chunk.toString();
           // A primary says "ready to accept connections", a standby "ready to accept read-only connections".
-          if (log.includes('database system is ready to accept')) {
+          if (thisStart.includes('database system is ready to accept')) {
             proc.stderr!.off('data', onData);
             proc.stderr!.on('data', keep);
             resolve();
