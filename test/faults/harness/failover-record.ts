@@ -43,7 +43,7 @@ export interface FailoverLosses {
   atLeastOnceLost: number;
   /** At-least-once jobs that ran more than once (their handler started twice or more). */
   atLeastOnceRerun: number;
-  /** …of which every run but the last started before the failover ended (explained by it). */
+  /** …of which every run but the last started before `failoverEndedAt` (explained by the failover). */
   rerunExplained: number;
   /** Jobs whose completion was acknowledged before the primary died and that ran again after. */
   ackedCompletionsLost: number;
