@@ -6,7 +6,7 @@
  * on the tarball).
  */
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,8 +42,10 @@ describe('the published package', () => {
     work = mkdtempSync(join(tmpdir(), 'nightshift-pack-'));
     const stage = join(work, 'stage');
     mkdirSync(stage);
-    for (const entry of ['package.json', 'README.md', 'tsconfig.json', 'tsconfig.build.json', 'src', 'scripts', 'docs']) {
-      cpSync(join(ROOT, entry), join(stage, entry), { recursive: true });
+    // What the build needs, plus what package.json ships ("files"; dist/ is built here).
+    const files = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { files: string[] }).files.filter((f) => f !== 'dist');
+    for (const entry of new Set(['package.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'scripts', ...files])) {
+      if (existsSync(join(ROOT, entry))) cpSync(join(ROOT, entry), join(stage, entry), { recursive: true });
     }
     symlinkSync(join(ROOT, 'node_modules'), join(stage, 'node_modules'), 'dir');
     // prepack builds dist/ inside the staging copy.
