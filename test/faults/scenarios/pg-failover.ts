@@ -61,7 +61,6 @@ interface ModeResult {
   firstRunMs: number | null;
   firstCompletionMs: number | null;
   firstTickMs: number | null;
-  outputs: string;
 }
 
 async function runMode(ctx: ScenarioContext, p: PgFailoverParams, mode: ReplicationMode): Promise<ModeResult> {
@@ -134,7 +133,6 @@ async function runMode(ctx: ScenarioContext, p: PgFailoverParams, mode: Replicat
       firstRunMs: after(rec.runs.filter((r) => r.at > promotedAt && r.kind !== 'tick-effect').map((r) => r.at)),
       firstCompletionMs: after([...rec.completed.values()].filter((at) => at > promotedAt)),
       firstTickMs: after(rec.runs.filter((r) => r.kind === 'tick-effect' && r.at > promotedAt).map((r) => r.at)),
-      outputs: fleet.outputs(),
     };
   } catch (err) {
     throw new Error(`10-pg-failover (${mode}) failed: ${String(err)}\n${fleet.outputs()}\n--- primary\n${cluster.primary.log().slice(-2_000)}\n--- standby\n${cluster.standby.log().slice(-2_000)}`, { cause: err });
