@@ -359,6 +359,15 @@ export class RedisUnavailableError extends NightshiftError {
   }
 }
 
+/** The Redis server is older than the oldest version the streams need (6.2). */
+export class RedisVersionError extends NightshiftError {
+  constructor(what: string, version: string, minimum: string) {
+    super('NS_REDIS_VERSION', `${what}: Redis ${version} is too old; nightshift's streams need Redis ${minimum} or newer (XAUTOCLAIM, XGROUP CREATECONSUMER)`, {
+      hint: `upgrade the server to Redis ${minimum}+ (7.x recommended); nothing was read or written`,
+    });
+  }
+}
+
 /** A stream named by a string is not among the streams this client was given. */
 export class UnknownStreamError extends NightshiftError {
   constructor(name: string, known: readonly string[]) {
