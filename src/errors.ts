@@ -105,9 +105,12 @@ export class NotMigratedError extends NightshiftError {
 
 /** The database schema is newer than this version of nightshift understands. */
 export class SchemaTooNewError extends NightshiftError {
-  constructor(schema: string, have: number, want: number) {
+  constructor(schema: string, have: number, want: number, blocking?: number) {
     super('NS_SCHEMA_TOO_NEW', `schema "${schema}" is at migration ${have}, newer than this version's ${want}`, {
-      hint: 'upgrade nightshift in this process; an older version must not write to a newer schema',
+      hint:
+        blocking === undefined
+          ? 'upgrade nightshift in this process; an older version must not write to a newer schema'
+          : `migration ${blocking} changed what older versions rely on: upgrade nightshift in this process (migrations marked compatible would have let it run)`,
     });
   }
 }
