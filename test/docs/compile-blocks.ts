@@ -1,13 +1,14 @@
 // Type-checks doc code blocks with the TypeScript compiler API: one program for every block, as a
 // user's project would see them — `nightshift` and `nightshift/testing` resolve to src/ through the
 // `paths` of tsconfig.json, every other import to node_modules. The blocks are files of an
-// in-memory project under test/docs/.blocks/ (nothing is written to disk), so module resolution
-// walks up to the repository's package.json (ESM, top-level await allowed) and node_modules.
+// in-memory project in test/.doc-blocks/ (nothing is written to disk): module resolution walks up
+// to the repository's package.json (ESM, top-level await allowed) and node_modules, and a block of
+// CONTRIBUTING.md imports the test support as a test file in test/<area>/ does ('../support/…').
 import ts from 'typescript';
 import { ROOT, type DocBlock } from './doc-blocks.js';
 
 /** Where a block's compiled file lives in the in-memory project. */
-export const BLOCKS_DIR = `${ROOT}test/docs/.blocks/`;
+export const BLOCKS_DIR = `${ROOT}test/.doc-blocks/`;
 export const PRELUDE = `${ROOT}test/docs/prelude.ts`;
 
 export interface BlockResult {
@@ -52,7 +53,7 @@ function blockSource(block: DocBlock): string {
   const own = topLevelNames(block.code);
   const names = PRELUDE_NAMES.filter((n) => !own.has(n));
   // Always exactly one line before the block, so its line n is the file's line n + 1.
-  return `import { ${names.join(', ')} } from '../prelude.js';\n${block.code}\nexport {};\n`;
+  return `import { ${names.join(', ')} } from '../docs/prelude.js';\n${block.code}\nexport {};\n`;
 }
 
 /** The file name of a block: its doc and line, so a stack or a message names where it came from. */
