@@ -15,6 +15,17 @@ const typescript = blocks.filter((b) => TYPESCRIPT.has(b.lang) && !b.region);
 const regions = blocks.filter((b) => b.region);
 const where = (b: DocBlock) => `${b.doc}:${b.fenceLine}`;
 
+/**
+ * What is wrong with a compiled block: its errors, unless it is marked a fragment — and then that
+ * it compiles, because the marker must stay true (a fragment that compiles should be a normal block).
+ */
+function verdict(block: DocBlock, errors: string[]): string[] {
+  if (!block.flags.includes(FRAGMENT)) {
+    return errors.length ? [`${where(block)} does not compile; fix it, or mark it \`\`\`ts fragment if it may not (CONTRIBUTING.md)`, ...errors] : [];
+  }
+  return errors.length ? [] : [`${where(block)} is marked "fragment" but compiles: drop the marker`];
+}
+
 let compiled: ReturnType<typeof compileBlocks> | undefined;
 const compile = () => (compiled ??= compileBlocks(typescript));
 
@@ -40,12 +51,7 @@ describe('doc code blocks', () => {
 
   it.each(typescript.map((b) => [where(b), b] as const))('%s compiles', (_label, block) => {
     const result = compile().results.find((r) => r.block === block)!;
-    if (block.flags.includes(FRAGMENT)) {
-      // The marker must stay true: a fragment that compiles on its own should be a normal block.
-      expect(result.errors, `${where(block)} is marked "fragment" but compiles: drop the marker`).not.toEqual([]);
-    } else {
-      expect(result.errors, `${where(block)} does not compile; fix it, or mark it \`\`\`ts fragment if it may not (CONTRIBUTING.md)`).toEqual([]);
-    }
+    expect(verdict(block, result.errors)).toEqual([]);
   });
 
   it.each(regions.map((b) => [where(b), b] as const))('%s is the tested region it names', (_label, block) => {
@@ -72,6 +78,16 @@ describe('the checker itself', () => {
     expect(files.filter((f) => f.startsWith(`${ROOT}dist/`))).toEqual([]);
     // Prelude names are typed: orderId is a string, and email is required.
     expect(results[2]!.errors.join('\n')).toMatch(/^docs\/fake\.md:61:\d+ TS2322 /);
+  });
+
+  it('fails a block that does not compile, and a fragment that does', () => {
+    const broken = fake('const n: number = "one";');
+    const whole = { ...fake('export const n = 1;', 70), flags: [FRAGMENT] };
+    const piece = { ...fake("defineSchedule({ name: 'x', every: '1m', job: settle }),", 80), flags: [FRAGMENT] };
+    const { results } = compileBlocks([broken, whole, piece]);
+    expect(verdict(broken, results[0]!.errors)[0]).toMatch(/^docs\/fake\.md:40 does not compile/);
+    expect(verdict(whole, results[1]!.errors)).toEqual(['docs/fake.md:70 is marked "fragment" but compiles: drop the marker']);
+    expect(verdict(piece, results[2]!.errors)).toEqual([]);
   });
 
   it('lets a block declare a prelude name itself', () => {
