@@ -70,7 +70,17 @@ export type NightshiftEvent =
   | { type: 'stream.connection-lost'; connection: string; error: string }
   | { type: 'stream.connected'; connection: string }
   | { type: 'listener.notified'; queue: string; dueInMs?: number }
-  | { type: 'schema.newer'; schema: string; versions: number[] };
+  | { type: 'schema.newer'; schema: string; versions: number[] }
+  /** A check's alert opened, changed level, was re-sent, resolved or was acknowledged (never its message). */
+  | { type: 'alert.opened'; alertId: string; check: string; subject: string; level: string }
+  | { type: 'alert.changed'; alertId: string; check: string; subject: string; level: string; previousLevel: string }
+  | { type: 'alert.reminded'; alertId: string; check: string; subject: string; level: string }
+  | { type: 'alert.resolved'; alertId: string; check: string; subject: string; durationMs: number }
+  | { type: 'alert.acknowledged'; alertId: string; check: string; subject: string; actor: string }
+  /** A check ran: its worst status, and whether the run changed the alert state (false: a dry run, or a late tick). */
+  | { type: 'check.ran'; check: string; status: string; subjects: number; durationMs: number; manual: boolean; applied: boolean }
+  /** A check threw, timed out or returned something else than results: a critical result. */
+  | { type: 'check.failed'; check: string; error: string };
 
 /** Fields every stream consumer event carries. */
 export interface StreamConsumerFields {

@@ -110,6 +110,13 @@ const LEVEL: Record<NightshiftEvent['type'], 'trace' | 'debug' | 'info' | 'warn'
   'stream.group-created': 'info',
   'stream.connection-lost': 'warn',
   'stream.connected': 'info',
+  'alert.opened': 'warn',
+  'alert.changed': 'warn',
+  'alert.reminded': 'info',
+  'alert.resolved': 'info',
+  'alert.acknowledged': 'info',
+  'check.ran': 'debug',
+  'check.failed': 'warn',
 };
 
 /** Event fields that may hold an error message written by application code (which may quote secrets). */
