@@ -7,6 +7,8 @@ import type { ConsumerDefinition } from '../streams/define-consumer.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { resolveOptions, type NightshiftOptions } from '../runtime/client-options.js';
+import { isCheckDefinition, type CheckDefinition } from '../watchdog/define-check.js';
+import type { WatchdogOptions } from '../watchdog/watchdog-settings.js';
 
 /**
  * The application: what a `nightshift.config.ts` default-exports. Every client option of
@@ -40,6 +42,10 @@ export interface NightshiftConfig {
   streams?: StreamDefinition[];
   /** Stream consumers (defineConsumer), hosted by roles like jobs. */
   consumers?: ConsumerDefinition[];
+  /** Checks (defineCheck), hosted by roles' `checks` (docs/watchdog.md). */
+  checks?: CheckDefinition[];
+  /** Notifiers, the built-in checks' settings, delivery; giving it (or any checks) turns the watchdog on. */
+  watchdog?: WatchdogOptions;
   roles?: Record<string, RoleDefinition>;
   /** How a worker process runs: the client options of the same names. */
   worker?: Pick<
@@ -102,6 +108,8 @@ export const CONFIG_OPTION_PATHS: Readonly<Record<string, string>> = Object.free
   schedules: 'schedules',
   streams: 'streams',
   consumers: 'consumers',
+  checks: 'checks',
+  watchdog: 'watchdog',
   roles: 'roles',
   requiredEnv: 'requiredEnv',
   maxPayloadBytes: 'maxPayloadBytes',
@@ -117,7 +125,7 @@ const sectionKeys = (section: string) => PATHS.filter(([, p]) => p.startsWith(`$
 const TOP = [...new Set(PATHS.map(([, p]) => p.split('.')[0]!))];
 const DATABASE = sectionKeys('database');
 const WORKER = sectionKeys('worker');
-const ROLE = ['jobs', 'queues', 'schedules', 'daemons', 'consumers', 'requiredEnv'];
+const ROLE = ['jobs', 'queues', 'schedules', 'daemons', 'consumers', 'checks', 'requiredEnv'];
 
 function unknownKeys(obj: unknown, known: string[], prefix: string, issues: Issue[]): void {
   if (typeof obj !== 'object' || obj === null) return;
@@ -196,6 +204,15 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
     }
     if (consumers.includes(c.name)) issues.push({ path: `consumers.${i}`, message: `consumer "${c.name}" is defined twice` });
     consumers.push(c.name);
+  });
+  const checks: string[] = [];
+  (Array.isArray(config.checks) ? config.checks : []).forEach((c, i) => {
+    if (!isCheckDefinition(c)) {
+      issues.push({ path: `checks.${i}`, message: 'must be a check created with defineCheck' });
+      return;
+    }
+    if (checks.includes(c.name)) issues.push({ path: `checks.${i}`, message: `check "${c.name}" is defined twice` });
+    checks.push(c.name);
   });
   for (const [name, role] of Object.entries(config.roles ?? {})) {
     unknownKeys(role, ROLE, `roles.${name}`, issues);

@@ -30,6 +30,11 @@ import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type Sched
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
 import { assertBudget, connectionBudget, poolSize, type BudgetReport } from './budget.js';
 import type { ProcessRow } from '../db/processes.js';
+import { CheckNotFoundError } from '../errors.js';
+import { AlertAdmin, type AckOptions, type AlertRecord, type ListAlertsOptions } from '../watchdog/alert-admin.js';
+import type { CheckRunReport } from '../watchdog/check-runner.js';
+import type { CheckInfo, Watchdog } from '../watchdog/watchdog.js';
+import { assertNotifiersComplete, checkHosting, withWatchdog } from './watchdog-wiring.js';
 
 const PREPARED_POOLER_HINT =
   "connected through a connection pooler (its cancel key is not the server's): nightshift sends unnamed statements there, as named ones collide in transaction mode; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) to say so up front, or true for a session-mode pool (docs/poolers.md)";
@@ -57,9 +62,12 @@ export class Nightshift extends JobAdmin {
   private state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
   private unlog: () => void;
+  private readonly watchdog: Watchdog | undefined;
+  private readonly alerts: AlertAdmin;
 
   constructor(input: NightshiftOptions) {
-    const options = resolveOptions(input);
+    const resolved = resolveOptions(input);
+    const options = resolved;
     const pool = createPool({
       ...(options.databaseUrl ? { connectionString: options.databaseUrl } : {}),
       ...(options.pool ? { pool: options.pool } : {}),
@@ -70,10 +78,16 @@ export class Nightshift extends JobAdmin {
     const database = new Database(pool, options.schema, options.preparedStatements, (off) =>
       events.emit({ type: 'database.prepared-statements-off', ...off, hint: off.cause === 'pooler' ? PREPARED_POOLER_HINT : PREPARED_COLLISION_HINT }),
     );
-    const registry = new JobRegistry(options.jobs);
+    // The watchdog's checks are schedules and jobs like any other (docs/watchdog.md).
+    const client: { ns?: Nightshift } = {};
+    const { options: all, watchdog } = withWatchdog(resolved, { database, events, pool, client: () => client.ns });
+    const registry = new JobRegistry(all.jobs);
     super(database, options.actor, events, (kind) => registry.get(kind));
+    client.ns = this;
+    this.watchdog = watchdog;
+    this.alerts = watchdog?.alerts ?? new AlertAdmin(database, events, options.actor);
     this.events = events;
-    this.options = options;
+    this.options = all;
     this.pool = pool;
     this.registry = registry;
     this.logger = options.logger ?? createLogger({ redact: options.redact });
@@ -84,7 +98,34 @@ export class Nightshift extends JobAdmin {
     }, options.logErrorMessages);
     this.maintenance = new JobMaintenance(database, this.events);
     // Built now so duplicate schedule names and unknown kinds fail at construction.
-    this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: options.schedules, events: this.events, actor: options.actor });
+    this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: all.schedules, events: this.events, actor: options.actor });
+    watchdog?.bind({ enqueuer: this.enqueuer, logger: this.logger });
+  }
+
+  /** The watchdog's alerts, newest first: all, open ones, or one check's (docs/watchdog.md). */
+  listAlerts(options: ListAlertsOptions = {}): Promise<AlertRecord[]> {
+    return this.alerts.list(options);
+  }
+
+  /** One alert (NS_ALERT_NOT_FOUND without it). */
+  getAlert(id: string): Promise<AlertRecord> {
+    return this.alerts.get(id);
+  }
+
+  /** Acknowledges an open alert, audited: no more reminders. A resolved one is NS_ALERT_RESOLVED. */
+  ackAlert(id: string, options: AckOptions): Promise<{ alert: AlertRecord; changed: boolean }> {
+    return this.alerts.ack(id, options);
+  }
+
+  /** Every check (the config's and the built-ins that are on): timing, last and next run, open alerts, hosts. */
+  async listChecks(): Promise<CheckInfo[]> {
+    return this.watchdog ? this.watchdog.listChecks() : [];
+  }
+
+  /** Runs a check now in this process and returns its results; it counts like a tick unless `dryRun`. */
+  async runCheck(name: string, options: { dryRun?: boolean } = {}): Promise<CheckRunReport> {
+    if (!this.watchdog) throw new CheckNotFoundError(String(name), []);
+    return this.watchdog.runCheck(name, options);
   }
 
   /** Schedules with their timing, next runs, last tick and its job's outcome. */
@@ -181,6 +222,7 @@ export class Nightshift extends JobAdmin {
       const plan = this.planRoles();
       const missing = missingEnv(plan, process.env);
       if (missing.length) throw new MissingEnvError(missing);
+      assertNotifiersComplete(this.watchdog, plan);
       const { newer } = await assertMigrated(this.pool.pool, this.database.schema);
       // A newer version migrated the schema with migrations this code may run beside (rolling deploy).
       if (newer.length) this.events.emit({ type: 'schema.newer', schema: this.database.schema, versions: newer });
@@ -292,6 +334,7 @@ export class Nightshift extends JobAdmin {
         daemons: this.options.daemons.map((d) => ({ name: d.name, requiredEnv: d.requiredEnv })),
         consumers: this.options.consumers.map((c) => c.name),
         requiredEnv: this.options.requiredEnv,
+        checks: checkHosting(this.watchdog),
       },
       this.options.roles,
       this.options.activeRoles,
@@ -337,6 +380,7 @@ export class Nightshift extends JobAdmin {
         pool: () => this.pool.stats(),
         leadership: () => this.host?.leadership() ?? [],
         listenerProven: () => this.host?.listenerProven,
+        ...(this.watchdog ? { alerts: () => (this.state === 'stopped' ? Promise.resolve([]) : this.watchdog!.openAlertCounts().catch(() => [])) } : {}),
       },
       options,
     );

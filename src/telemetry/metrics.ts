@@ -10,6 +10,8 @@ export interface MetricSources {
   leadership(): string[];
   /** Whether the LISTEN connection heard its own proof notification; undefined when the process does not listen. */
   listenerProven?(): boolean | undefined;
+  /** Open watchdog alerts per check and level; absent when the watchdog is off. */
+  alerts?(): Promise<{ check_name: string; level: string; count: number }[]>;
 }
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -104,6 +106,18 @@ export class NightshiftMetrics {
         if (proven !== undefined) this.set(proven ? 1 : 0);
       },
     });
+    new Gauge({
+      name: `${p}alerts_open`,
+      help: 'Open watchdog alerts per check and level (acknowledged ones included).',
+      labelNames: ['check', 'level'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const a of (await sources.alerts?.()) ?? []) this.set({ check: a.check_name, level: a.level }, a.count);
+      },
+    });
+    const checkRuns = new Counter({ name: `${p}check_runs_total`, help: 'Watchdog check runs by their worst status.', labelNames: ['check', 'status'], registers: [registry] });
+    const alertChanges = new Counter({ name: `${p}alert_changes_total`, help: 'Watchdog alert changes: opened, changed, reminder, resolved.', labelNames: ['check', 'event'], registers: [registry] });
     this.unsubscribe = events.on((e) => {
       switch (e.type) {
         case 'job.enqueued':
@@ -155,6 +169,15 @@ export class NightshiftMetrics {
           break;
         case 'worker.error':
           errors.inc({ where: e.where.split(' ')[0] ?? 'unknown' });
+          break;
+        case 'check.ran':
+          checkRuns.inc({ check: e.check, status: e.status });
+          break;
+        case 'alert.opened':
+        case 'alert.changed':
+        case 'alert.reminded':
+        case 'alert.resolved':
+          alertChanges.inc({ check: e.check, event: { 'alert.opened': 'opened', 'alert.changed': 'changed', 'alert.reminded': 'reminder', 'alert.resolved': 'resolved' }[e.type] });
           break;
         default:
           break;
