@@ -3,6 +3,8 @@ import { Command, CommanderError } from 'commander';
 import { isNightshiftError } from '../errors.js';
 import { elideDataUrls } from '../telemetry/data-urls.js';
 import { nightshiftVersion } from '../runtime/version.js';
+import { registerAlerts } from './commands/alerts.js';
+import { registerChecks } from './commands/checks.js';
 import { registerDaemons } from './commands/daemons.js';
 import { registerDev } from './commands/dev.js';
 import { registerEnqueue } from './commands/enqueue.js';
@@ -35,6 +37,8 @@ export function buildProgram(): Command {
   registerStatus(program);
   registerDaemons(program);
   registerStreams(program);
+  registerAlerts(program);
+  registerChecks(program);
   registerDev(program);
   for (const c of program.commands) {
     c.exitOverride();

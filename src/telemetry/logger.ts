@@ -110,13 +110,13 @@ const LEVEL: Record<NightshiftEvent['type'], 'trace' | 'debug' | 'info' | 'warn'
   'stream.group-created': 'info',
   'stream.connection-lost': 'warn',
   'stream.connected': 'info',
-  'alert.opened': 'warn',
-  'alert.changed': 'warn',
+  'alert.opened': 'info',
+  'alert.changed': 'info',
   'alert.reminded': 'info',
   'alert.resolved': 'info',
   'alert.acknowledged': 'info',
   'check.ran': 'debug',
-  'check.failed': 'warn',
+  'check.failed': 'info',
 };
 
 /** Event fields that may hold an error message written by application code (which may quote secrets). */
