@@ -1,8 +1,9 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../../test/support/db.js';
 import { cli } from '../../test/support/cli.js';
 import { startScript, type Proc } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait.js';
+import { telegramReceiver, type Receiver } from '../../test/watchdog/receivers.js';
 import { drain, tick } from 'nightshift/testing';
 import type { NightshiftConfig } from 'nightshift';
 
@@ -12,17 +13,26 @@ const cal = useTestDatabase('bocal');
 cal.migrateBeforeAll();
 const CONFIG = 'examples/bo-engine/nightshift.config.ts';
 const ROOT = new URL('../..', import.meta.url).pathname;
-const env = (fast: boolean) => ({ DATABASE_URL: t.url, NS_SCHEMA: t.schema, ...(fast ? { BO_FAST: '1' } : {}) });
+// Seed 000's alerts go to Telegram: here to a fake of the Bot API on loopback.
+const TOKEN = '4242:bo-engine-test';
+let telegram: Receiver;
+const telegramEnv = () => ({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_CHAT_ID: '-1001', TELEGRAM_API_URL: telegram.url });
+const env = (fast: boolean) => ({ DATABASE_URL: t.url, NS_SCHEMA: t.schema, ...telegramEnv(), ...(fast ? { BO_FAST: '1' } : {}) });
 const q = () => `"${t.schema}"`;
 
 beforeAll(async () => {
+  telegram = await telegramReceiver(TOKEN);
+  // The config reads its notifier's settings when it is first imported (in the tests below).
+  Object.assign(process.env, telegramEnv());
   const r = await cli(['--config', CONFIG, 'migrate'], { env: env(false), cwd: ROOT });
   expect(r.code, r.stderr).toBe(0);
   await t.sql.query(`CREATE TABLE ${q()}.bo_runs (job_id bigint, kind text, payload jsonb, pid int, token bigint, at timestamptz DEFAULT now())`);
   await t.sql.query(`CREATE TABLE ${q()}.bo_seed_rotations (token bigint, pid int, at timestamptz DEFAULT clock_timestamp())`);
   await t.sql.query(`CREATE TABLE ${q()}.bo_refusals (token bigint, pid int, at timestamptz DEFAULT clock_timestamp())`);
   await cal.sql.query(`CREATE TABLE "${cal.schema}".bo_runs (job_id bigint, kind text, payload jsonb, pid int, token bigint, at timestamptz DEFAULT clock_timestamp())`);
+  for (const schema of [t.schema, cal.schema]) await t.sql.query(`CREATE TABLE "${schema}".bo_buy_intents (id serial, status text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`);
 });
+afterAll(() => telegram.close());
 
 describe('seed 000: the bo-engine worker table as one config', () => {
   it('settles every day once, in order, with the id of the day that ended: at midnight, and after three days down', async () => {
@@ -55,7 +65,6 @@ describe('seed 000: the bo-engine worker table as one config', () => {
       ['recover-buy-intents', '*/2 * * * *', (d) => d.getUTCMinutes() % 2 === 0 && d.getUTCSeconds() === 0],
       ['resolve-pending-claims', '*/2 * * * *', (d) => d.getUTCMinutes() % 2 === 0],
       ['update-pot-sizes', '*/15 * * * *', (d) => d.getUTCMinutes() % 15 === 0],
-      ['watchdog', '*/5 * * * *', (d) => d.getUTCMinutes() % 5 === 0],
       ['affiliate-bonus-night', '30 0 * * *', (d) => d.getUTCHours() === 0 && d.getUTCMinutes() === 30],
       ['affiliate-bonus-noon', '0 12 * * *', (d) => d.getUTCHours() === 12 && d.getUTCMinutes() === 0],
       ['re-engagement-email', '0 10 * * *', (d) => d.getUTCHours() === 10],
@@ -68,6 +77,50 @@ describe('seed 000: the bo-engine worker table as one config', () => {
       expect(s!.nextRuns).toHaveLength(2);
       for (const at of s!.nextRuns) expect(fits(new Date(at)), `${name} at ${at}`).toBe(true);
     }
+  });
+
+  it('replaces the cron watchdog with checks: every 5 minutes, and the settlement check from 01:00 on', async () => {
+    const r = await cli(['--config', CONFIG, 'checks', 'list', '--json'], { env: env(false), cwd: ROOT });
+    expect(r.code, r.stderr).toBe(0);
+    const list = JSON.parse(r.stdout) as { name: string; spec: string; builtin: boolean }[];
+    expect(list.filter((c) => !c.builtin).map((c) => [c.name, c.spec])).toEqual([
+      ['stuck-buy-intents', 'every 5m'],
+      ['settlement-done', 'cron */5 1-23 * * * UTC'],
+      ['pot-sync-stale', 'every 5m'],
+    ]);
+    expect(list.filter((c) => c.builtin).map((c) => c.name)).toContain('nightshift.leaderless-daemons');
+  });
+
+  it('the settlement not done by 01:00 alerts through Telegram and resolves once the day is settled; stuck intents and a stale pot sync alert too', async () => {
+    process.env.NS_SCHEMA = cal.schema;
+    const config = (await import('./nightshift.config.js')).default as NightshiftConfig;
+    const ns = cal.client({ jobs: [...config.jobs!], checks: [...config.checks!], watchdog: config.watchdog! });
+    const schedules = ['check:settlement-done', 'check:stuck-buy-intents', 'check:pot-sync-stale'];
+    const c = `"${cal.schema}"`;
+    // Before 01:00 on 2026-03-02: two intents pending since 00:45, the pots last synced at 00:30.
+    await cal.sql.query(`INSERT INTO ${c}.bo_buy_intents (status, created_at) VALUES ('pending', '2026-03-02T00:45:00Z'), ('pending', '2026-03-02T00:45:00Z'), ('done', '2026-03-02T00:10:00Z')`);
+    await cal.sql.query(`INSERT INTO ${c}.bo_runs (kind, payload, at) VALUES ('update-pot-sizes', '{}', '2026-03-02T00:30:00Z')`);
+    await tick(ns, '2026-03-02T00:55:00Z', { schedules });
+    await tick(ns, '2026-03-02T01:00:00Z', { schedules });
+    await drain(ns, { kinds: schedules });
+    const open = await ns.listAlerts({ open: true });
+    const by = (check: string) => open.find((a) => a.check === check);
+    expect(by('settlement-done')).toMatchObject({ level: 'critical', details: { dayId: 20513 } });
+    expect(by('settlement-done')!.message).toContain('the settlement of day 20513 (2026-03-01) was not done by 01:00 UTC');
+    expect(by('stuck-buy-intents')).toMatchObject({ level: 'warning', details: { pending: 2 } });
+    expect(by('pot-sync-stale')).toMatchObject({ level: 'warning', details: { lastSyncAt: '2026-03-02T00:30:00.000Z' } });
+    await drain(ns, { kinds: ['nightshift.notify'] });
+    const texts = () => telegram.received.map((m) => String(m.json.text).split('\n')[0]);
+    expect(texts()).toEqual(expect.arrayContaining(['[CRITICAL] settlement-done: opened', '[WARNING] stuck-buy-intents: opened', '[WARNING] pot-sync-stale: opened']));
+    expect(telegram.received.every((m) => m.json.chat_id === '-1001')).toBe(true);
+    // The operator reruns the settlement of that day; the next check resolves the alert and says so.
+    await ns.enqueue('settle', { dayId: 20513 });
+    await drain(ns, { kinds: ['settle'] });
+    await tick(ns, '2026-03-02T01:05:00Z', { schedules: ['check:settlement-done'] });
+    await drain(ns, { kinds: ['check:settlement-done', 'nightshift.notify'] });
+    expect(await ns.listAlerts({ open: true, check: 'settlement-done' })).toEqual([]);
+    // (How long it was open is measured on the database clock, not the test clock.)
+    expect(texts().at(-1)).toMatch(/^\[RESOLVED\] settlement-done: resolved after \d+ (ms|s)$/);
   });
 
   it('runs on three replicas: each tick once, a killed replica changes nothing, the seed daemon fails over and its deposed holder is refused', async () => {
