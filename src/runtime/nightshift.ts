@@ -33,7 +33,7 @@ import type { ProcessRow } from '../db/processes.js';
 import { CheckNotFoundError } from '../errors.js';
 import { AlertAdmin, type AckOptions, type AlertRecord, type ListAlertsOptions } from '../watchdog/alert-admin.js';
 import type { CheckRunReport } from '../watchdog/check-runner.js';
-import type { CheckInfo, Watchdog } from '../watchdog/watchdog.js';
+import { Watchdog, type CheckInfo } from '../watchdog/watchdog.js';
 import { assertNotifiersComplete, checkHosting, withWatchdog } from './watchdog-wiring.js';
 
 const PREPARED_POOLER_HINT =
@@ -67,6 +67,8 @@ export class Nightshift extends JobAdmin {
 
   constructor(input: NightshiftOptions) {
     const resolved = resolveOptions(input);
+    // Before the pool exists: a mistake here must not leave a pool open.
+    if (resolved.watchdog) Watchdog.validate(resolved.checks, resolved.watchdog);
     const options = resolved;
     const pool = createPool({
       ...(options.databaseUrl ? { connectionString: options.databaseUrl } : {}),

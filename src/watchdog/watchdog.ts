@@ -73,17 +73,22 @@ export class Watchdog {
   private enqueuer: Enqueuer | undefined;
   private logger: Logger | undefined;
 
-  constructor(private readonly d: WatchdogDeps) {
-    const checks = new Map<string, CheckDefinition>();
-    for (const c of [...d.checks, ...builtinChecks(d.settings.builtins, d.env)]) {
-      const existing = checks.get(c.name);
+  /**
+   * Throws what would make a watchdog of these checks and settings invalid: two checks of one name
+   * (NS_DUPLICATE_CHECK), a check naming a notifier that does not exist (NS_CONFIG_INVALID, with a
+   * did-you-mean). Pure, so a client checks it before it opens anything.
+   */
+  static validate(checks: readonly CheckDefinition[], settings: WatchdogSettings): void {
+    const seen = new Map<string, CheckDefinition>();
+    for (const c of checks) {
+      const existing = seen.get(c.name);
       if (existing && existing !== c) throw new DuplicateCheckError(c.name);
-      checks.set(c.name, c);
+      seen.set(c.name, c);
     }
-    this.checks = checks;
-    const known = [...d.settings.notifiers.keys()];
+    const known = [...settings.notifiers.keys()];
     const issues: Issue[] = [];
-    for (const c of checks.values()) {
+    const lists = [...checks.map((c) => ({ name: c.name, notify: c.notify })), ...settings.builtins.map((b) => ({ name: b.spec.name, notify: b.options.notify }))];
+    for (const c of lists) {
       for (const [i, n] of (c.notify ?? []).entries()) {
         if (known.includes(n)) continue;
         const best = closest(n, known);
@@ -91,6 +96,14 @@ export class Watchdog {
       }
     }
     if (issues.length) throw new ConfigError('checks', issues);
+  }
+
+  constructor(private readonly d: WatchdogDeps) {
+    Watchdog.validate(d.checks, d.settings);
+    const checks = new Map<string, CheckDefinition>();
+    for (const c of [...d.checks, ...builtinChecks(d.settings.builtins, d.env)]) checks.set(c.name, c);
+    this.checks = checks;
+    const known = [...d.settings.notifiers.keys()];
     this.runner = new CheckRunner({ database: d.database, events: d.events, notifiersOf: (c) => c.notify ?? known });
     this.st = watchdogStatements(d.database.statements);
     this.alerts = new AlertAdmin(d.database, d.events, d.actor);
