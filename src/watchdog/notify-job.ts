@@ -14,7 +14,7 @@ export const NOTIFY_KIND = 'nightshift.notify';
 export interface DeliveryOptions {
   /** Attempts before a notification is discarded. Default 25. */
   maxAttempts?: number;
-  /** Default: from 5 s, doubling, up to 15 minutes, 25 % jitter (25 attempts take about five hours). */
+  /** Default: from 5 s, doubling, up to 15 minutes, 25 % jitter (25 attempts take about four and a half hours). */
   backoff?: Backoff;
 }
 
