@@ -42,7 +42,10 @@ export function registerChecks(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (name: string, f: { dryRun?: boolean; json?: boolean }, cmd: Command) => {
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const r = await withClient(ctx, (ns) => ns.runCheck(name, { dryRun: f.dryRun === true }));
+      // With the pool size of the config's processes, not of this short-lived command: the
+      // connection-budget check judges the fleet by what one of its processes needs.
+      const sized = { ...ctx, client: () => ctx.client({ overrides: { maxConnections: ctx.loaded.config.database?.maxConnections ?? 10 } }) };
+      const r = await withClient(sized, (ns) => ns.runCheck(name, { dryRun: f.dryRun === true }));
       if (f.json) return json(r);
       out(table(['subject', 'status', 'message'], r.results.map((x) => [x.subject || '-', x.status, x.message])));
       const changes = r.alerts.map((a) => `alert ${a.alertId}${a.subject ? ` (${a.subject})` : ''} ${a.event}`);
