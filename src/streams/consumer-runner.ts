@@ -196,7 +196,13 @@ export class ConsumerRunner {
       h.term = term;
       h.loop = new ConsumerLoop(this.scope(h.def, term), this.settings, this.server);
       h.loop.start();
-      term.signal.addEventListener('abort', () => (h.chain = h.chain.then(() => this.endTerm(h, term))), { once: true });
+      term.signal.addEventListener(
+        'abort',
+        () => {
+          h.chain = h.chain.then(() => this.endTerm(h, term));
+        },
+        { once: true },
+      );
     });
   }
 

@@ -1,6 +1,6 @@
-import { afterAll, afterEach, beforeAll, inject } from 'vitest';
-import pg from 'pg';
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import { createNightshift, type Nightshift, type NightshiftOptions } from '../../src/index.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 

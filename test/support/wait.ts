@@ -3,11 +3,7 @@
  * `timeoutMs` with `what` in the message. This waits on an observable condition — it is not a
  * sleep — and the timeout only bounds a broken run, it asserts nothing about speed.
  */
-export async function waitFor<T>(
-  what: string,
-  condition: () => T | Promise<T>,
-  options: { timeoutMs?: number; everyMs?: number } = {},
-): Promise<NonNullable<T>> {
+export async function waitFor<T>(what: string, condition: () => T | Promise<T>, options: { timeoutMs?: number; everyMs?: number } = {}): Promise<NonNullable<T>> {
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   let last: unknown;
   for (;;) {
