@@ -10,13 +10,12 @@ import { cli } from '../support/cli.js';
 const t = useTestDatabase('bad_cli');
 const env = () => ({ DATABASE_URL: t.url, NS_SCHEMA: t.schema });
 const run = (args: string[], extra: Record<string, string | undefined> = {}) => cli(args, { env: { ...env(), ...extra } });
-const jobCount = async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs`)).rows[0].n as number;
 let before = 0;
 
 beforeAll(async () => {
   const r = await run(['migrate']);
   expect(r.code, r.stderr).toBe(0);
-  before = await jobCount();
+  before = await t.jobCount();
 });
 
 const enqueue = (...flags: string[]) => ['enqueue', 'send-email', '--payload', '{"to":"a@example.com"}', ...flags];
@@ -70,6 +69,6 @@ describe('nightshift CLI: bad input from the environment', () => {
 
 describe('nightshift CLI: after the bad calls', () => {
   it('no job was written', async () => {
-    expect(await jobCount()).toBe(before);
+    expect(await t.jobCount()).toBe(before);
   });
 });

@@ -6,7 +6,7 @@ import { listLeases } from '../../src/leadership/lease-listing.js';
 import { EventBus, type NightshiftEvent } from '../../src/telemetry/events.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { useTestDatabase } from '../support/db.js';
-import { TcpProxy, viaProxy } from '../support/tcp-proxy.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { waitFor } from '../support/wait.js';
 import { openDatabase } from './helpers.js';
 
@@ -142,10 +142,9 @@ describe('LeaseElector', () => {
     const name = uniqueName();
     const events = new EventBus();
     const seen = record(events);
-    const target = new URL(t.url);
-    const proxy = new TcpProxy(target.hostname, Number(target.port));
+    const proxy = TcpProxy.for(t.url);
     await proxy.listen();
-    const cut = db(viaProxy(t.url, proxy.port));
+    const cut = db(proxy.url(t.url));
     cleanups.push(() => proxy.close());
     const a = elector({ name, holder: 'a', retryMs: 100, events }, cut);
     await a.start();
