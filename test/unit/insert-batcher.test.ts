@@ -52,12 +52,17 @@ function fakeInsert(options: { autoOk?: boolean; failWhen?: (payloads: string[])
   return { insert, calls, sent };
 }
 
+/** The batcher under test (one place that knows its constructor). */
+function batcher(o: { insert: (rows: JobInsertRow[]) => Promise<JobInsertResult[]>; maxInFlight: number; maxBatch: number; maxBytes?: number }): InsertBatcher {
+  return new InsertBatcher(o.insert, o.maxInFlight, o.maxBatch, o.maxBytes);
+}
+
 const connectionLost = () => new DatabaseError('database unavailable: connection terminated', undefined, new Error('ECONNRESET'));
 
 describe('InsertBatcher: which rows share a statement', () => {
   it('puts rows added in the same turn of the event loop into one statement, and routes each result to its caller', async () => {
     const f = fakeInsert({ autoOk: true });
-    const b = new InsertBatcher(f.insert, 2, 100);
+    const b = batcher({ insert: f.insert, maxInFlight: 2, maxBatch: 100 });
     const results = await Promise.all(['a', 'b', 'c'].map((p) => b.add(row(p))));
     expect(f.calls.map((c) => c.payloads)).toEqual([['a', 'b', 'c']]);
     expect(results.map((r) => r.id)).toEqual(['id-a', 'id-b', 'id-c']);
@@ -65,7 +70,7 @@ describe('InsertBatcher: which rows share a statement', () => {
 
   it('splits by maxBatch rows, and sends up to maxInFlight statements at once', async () => {
     const f = fakeInsert();
-    const b = new InsertBatcher(f.insert, 2, 2);
+    const b = batcher({ insert: f.insert, maxInFlight: 2, maxBatch: 2 });
     const all = Promise.all(['a', 'b', 'c', 'd', 'e'].map((p) => b.add(row(p))));
     await f.sent(2);
     expect(f.calls.map((c) => c.payloads)).toEqual([
@@ -86,7 +91,7 @@ describe('InsertBatcher: which rows share a statement', () => {
 
   it('gathers the rows that arrive while maxInFlight statements run into the next statement', async () => {
     const f = fakeInsert();
-    const b = new InsertBatcher(f.insert, 1, 100);
+    const b = batcher({ insert: f.insert, maxInFlight: 1, maxBatch: 100 });
     const first = b.add(row('a'));
     await f.sent(1);
     const later = ['b', 'c', 'd'].map((p) => b.add(row(p)));
@@ -100,7 +105,7 @@ describe('InsertBatcher: which rows share a statement', () => {
 
   it('closes a statement before its payloads pass maxBytes; a row larger than maxBytes goes alone', async () => {
     const f = fakeInsert({ autoOk: true });
-    const b = new InsertBatcher(f.insert, 1, 100, 10);
+    const b = batcher({ insert: f.insert, maxInFlight: 1, maxBatch: 100, maxBytes: 10 });
     const payloads = ['aaaa', 'bbbb', 'cccc', 'x'.repeat(25), 'dd', 'ee'];
     await Promise.all(payloads.map((p) => b.add(row(p))));
     expect(f.calls.map((c) => c.payloads)).toEqual([['aaaa', 'bbbb'], ['cccc'], ['x'.repeat(25)], ['dd', 'ee']]);
@@ -111,7 +116,7 @@ describe('InsertBatcher: failures', () => {
   it("retries a failed batch row by row, so only the bad row's caller gets the error", async () => {
     const refused = new DatabaseError('value too long', '22001', new Error('22001'));
     const f = fakeInsert({ autoOk: true, failWhen: (payloads) => (payloads.includes('bad') ? refused : undefined) });
-    const b = new InsertBatcher(f.insert, 1, 100);
+    const b = batcher({ insert: f.insert, maxInFlight: 1, maxBatch: 100 });
     const outcomes = await Promise.allSettled(['a', 'bad', 'c'].map((p) => b.add(row(p))));
     expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value.id : o.reason))).toEqual(['id-a', refused, 'id-c']);
     expect(f.calls.map((c) => c.payloads)).toEqual([['a', 'bad', 'c'], ['a'], ['bad'], ['c']]);
@@ -120,7 +125,7 @@ describe('InsertBatcher: failures', () => {
   it('fails every row of a batch that lost its connection at once, without retrying them one by one', async () => {
     const lost = connectionLost();
     const f = fakeInsert({ failWhen: () => lost });
-    const b = new InsertBatcher(f.insert, 1, 100);
+    const b = batcher({ insert: f.insert, maxInFlight: 1, maxBatch: 100 });
     const outcomes = await Promise.allSettled(['a', 'b', 'c'].map((p) => b.add(row(p))));
     expect(outcomes.map((o) => o.status === 'rejected' && o.reason)).toEqual([lost, lost, lost]);
     expect(f.calls).toHaveLength(1);
@@ -129,7 +134,7 @@ describe('InsertBatcher: failures', () => {
   it('fails a batch of one with its error, without sending it again', async () => {
     const refused = new DatabaseError('check violation', '23514', new Error('23514'));
     const f = fakeInsert({ failWhen: () => refused });
-    const b = new InsertBatcher(f.insert, 1, 100);
+    const b = batcher({ insert: f.insert, maxInFlight: 1, maxBatch: 100 });
     await expect(b.add(row('a'))).rejects.toBe(refused);
     expect(f.calls).toHaveLength(1);
   });
@@ -145,7 +150,7 @@ describe('InsertBatcher: failures', () => {
         return lost;
       },
     });
-    const b = new InsertBatcher(f.insert, 1, 2);
+    const b = batcher({ insert: f.insert, maxInFlight: 1, maxBatch: 2 });
     const outcomes = await Promise.allSettled(['a', 'b', 'c'].map((p) => b.add(row(p))));
     expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value.id : 'lost'))).toEqual(['lost', 'lost', 'id-c']);
     expect(f.calls.map((c) => c.payloads)).toEqual([['a', 'b'], ['c']]);
