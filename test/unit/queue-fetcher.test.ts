@@ -68,7 +68,7 @@ const turns = async (n = 3) => {
 describe('QueueFetcher: when to claim', () => {
   it('claims for its free slots at once (as many as the queue and the process both allow) and starts them', async () => {
     const s = await setup({ jobs: 5, global: new Slots(3), local: new Slots(2) });
-    s.fetcher.start();
+    await s.fetcher.start();
     await waitFor('two jobs to start', () => s.started.length === 2);
     expect(s.claims[0]).toEqual({ asked: 2, count: 2 });
     expect(s.errors).toEqual([]);
@@ -78,7 +78,7 @@ describe('QueueFetcher: when to claim', () => {
     const global = new Slots(1);
     global.take(1); // another queue's job runs
     const s = await setup({ jobs: 3, global, local: new Slots(5) });
-    s.fetcher.start();
+    await s.fetcher.start();
     await waitFor('the fetcher to wait for a slot', () => global.contended);
     expect(s.claimsSent()).toBe(0);
 
@@ -98,7 +98,7 @@ describe('QueueFetcher: when to claim', () => {
     const local = new Slots(1);
     local.take(1);
     const s = await setup({ jobs: 3, global: new Slots(5), local });
-    s.fetcher.start();
+    await s.fetcher.start();
     await waitFor('the loop to weigh a claim', () => s.roomAsked() > 0);
     await turns();
     expect(s.claimsSent()).toBe(0);
@@ -112,7 +112,7 @@ describe('QueueFetcher: when to claim', () => {
   it('claims nothing while the process holds all the leases it may, and claims only what room allows once some free', async () => {
     let maxHeld = 0;
     const s = await setup({ jobs: 5, global: new Slots(5), local: new Slots(5), maxHeld: () => maxHeld });
-    s.fetcher.start();
+    await s.fetcher.start();
     await waitFor('the loop to weigh a claim', () => s.roomAsked() > 0);
     await turns();
     expect(s.claimsSent()).toBe(0);
@@ -126,7 +126,7 @@ describe('QueueFetcher: when to claim', () => {
   it('gives back the slots it took for a claim that found fewer jobs, so other queues can use them', async () => {
     const global = new Slots(4);
     const s = await setup({ jobs: 1, global, local: new Slots(4) });
-    s.fetcher.start();
+    await s.fetcher.start();
     await waitFor('the one job to start', () => s.started.length === 1);
     expect(s.claims[0]).toEqual({ asked: 4, count: 1 });
     // The started job keeps its slot; the three taken for jobs that did not exist are free again.
