@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/program.js';
 import { StopRequests, untilStopped } from '../../src/cli/stop-requests.js';
 import { useTestDatabase } from '../support/db.js';
-import { cliInProcess as cli, withProcessEnv } from './in-process.js';
+import { cliInProcess as cli, startInProcess, withProcessEnv } from './in-process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const t = useTestDatabase('cli_lib');
@@ -44,15 +44,17 @@ describe('runCli touches no process global', () => {
     expect(results[5]!.text).toContain('error NS_JOB_NOT_FOUND');
   });
 
-  it('no file of src/cli but the binary (main.ts) reaches for process output, exit or signals', () => {
+  it('no file of src/cli but the binary (main.ts) reaches for process output, exit or signals; only the defaults read env and cwd', () => {
     const dir = join(ROOT, 'src', 'cli');
     const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts') && f !== 'main.ts');
     expect(files.length).toBeGreaterThan(10);
     const banned = [/process\.(stdout|stderr)\b/, /process\.exit\b/, /process\.exitCode\b/, /process\.(on|once)\(\s*'(SIG\w+|disconnect)'/];
+    // cli-io.ts fills in the defaults of a run (process.env, process.cwd()); commands read the run's.
+    const globals = /process\.(env|cwd)\b/;
     const hits = files.flatMap((f) =>
       readFileSync(join(dir, f), 'utf8')
         .split('\n')
-        .filter((line) => !/^\s*(\/\/|\/?\*)/.test(line) && banned.some((re) => re.test(line)))
+        .filter((line) => !/^\s*(\/\/|\/?\*)/.test(line) && (banned.some((re) => re.test(line)) || (f !== 'cli-io.ts' && globals.test(line))))
         .map((line) => `${f}: ${line.trim()}`),
     );
     expect(hits).toEqual([]);
@@ -129,6 +131,22 @@ describe('listings', () => {
     const r = await cli(['budget', '--replicas', '1000', '--json'], { env: env() });
     expect(r.code).toBe(2);
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, replicas: 1000 });
+  });
+});
+
+describe('long-running commands in-process', () => {
+  it('dev: the supervisor here, the app in a child process with its output piped to the streams given, both stopped on request', async () => {
+    const dev = startInProcess(['--database-url', t.url, 'dev', '--roles', 'outbox-worker', '--no-watch'], { env: { NIGHTSHIFT_LOG_LEVEL: 'info' } });
+    try {
+      await dev.waitForLine('dev: started (#1)');
+      dev.stop('SIGINT');
+      const r = await dev.ended;
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain('dev: SIGINT: stopping the app, then PostgreSQL');
+      expect(r.stdout).toContain('dev: stopped');
+    } finally {
+      await dev.close();
+    }
   });
 });
 

@@ -23,7 +23,7 @@ export function registerSchedules(program: Command, run: CliRun): void {
         ['outcome', (s) => s.lastTick?.outcome ?? ''],
         ['job state', (s) => s.lastTick?.jobState ?? ''],
       ],
-      empty: 'no schedules: the config defines none',
+      empty: 'no schedules: none in the config or the database',
     },
   );
 
