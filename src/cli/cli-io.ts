@@ -17,7 +17,7 @@ export interface CliSelf {
 
 /**
  * What one run of the CLI is given instead of the process's globals: it writes only to `out` and
- * `err`, reads only `env` and `cwd`, and never exits the process — {@link runCli} resolves with
+ * `err`, reads only `env` and `cwd`, and never exits the process — `runCli` resolves with
  * the exit code, and the binary (main.ts) is the one place that touches `process`.
  */
 export interface CliIo {
@@ -57,6 +57,7 @@ export interface CliRun {
   readonly self: CliSelf;
   /** Makes the logger of a worker or dev process. */
   logger(options: LoggerOptions): Logger;
+  /** See {@link CliIo.onParentGone}. */
   onParentGone(listener: () => void): () => void;
   /** The exit code when the command ends without an error (0 unless it says otherwise, as `budget` over budget). */
   exitCode: number;
