@@ -105,9 +105,12 @@ export class NotMigratedError extends NightshiftError {
 
 /** The database schema is newer than this version of nightshift understands. */
 export class SchemaTooNewError extends NightshiftError {
-  constructor(schema: string, have: number, want: number) {
+  constructor(schema: string, have: number, want: number, blocking?: number) {
     super('NS_SCHEMA_TOO_NEW', `schema "${schema}" is at migration ${have}, newer than this version's ${want}`, {
-      hint: 'upgrade nightshift in this process; an older version must not write to a newer schema',
+      hint:
+        blocking === undefined
+          ? 'upgrade nightshift in this process; an older version must not write to a newer schema'
+          : `migration ${blocking} changed what older versions rely on: upgrade nightshift in this process (migrations marked compatible would have let it run)`,
     });
   }
 }
@@ -355,6 +358,15 @@ export class RedisUnavailableError extends NightshiftError {
     super('NS_REDIS_UNAVAILABLE', `${what}: Redis is unavailable (${cause instanceof Error ? cause.message : String(cause)})`, {
       cause,
       hint: hint ?? 'check redisUrl and that redis-server is running; the operation may be retried once it is back',
+    });
+  }
+}
+
+/** The Redis server is older than the oldest version the streams need (6.2). */
+export class RedisVersionError extends NightshiftError {
+  constructor(what: string, version: string, minimum: string) {
+    super('NS_REDIS_VERSION', `${what}: Redis ${version} is too old; nightshift's streams need Redis ${minimum} or newer (XAUTOCLAIM, XGROUP CREATECONSUMER)`, {
+      hint: `upgrade the server to Redis ${minimum}+ (7.x recommended); nothing was read or written`,
     });
   }
 }

@@ -68,8 +68,10 @@ export class Listener {
     const proof = options.proof;
     if (proof) {
       this.proofer = new ListenerProof(proof.via, proof.timeoutMs, (proven, reason) => {
-        this.events.onProof?.(proven, reason);
-        if (proven && this.client) void this.listenChannels(this.client);
+        // Proven is reported once the real channels are listened to (listenChannels), so whoever
+        // hears of it finds the listener connected.
+        if (!proven) this.events.onProof?.(false, reason);
+        else if (this.client) void this.listenChannels(this.client);
       });
     }
   }
@@ -177,6 +179,7 @@ export class Listener {
     }
     if (this.client !== client || this.stopped) return;
     this.listening = true;
+    this.events.onProof?.(true);
     this.events.onConnected();
   }
 

@@ -19,6 +19,12 @@ export interface Migration {
    * idempotent, so a migration interrupted half-way is finished by the next `migrate()`.
    */
   online: boolean;
+  /**
+   * Code of an earlier version keeps working on a schema with this migration applied (a file with a
+   * line `-- nightshift:compatible`): it only adds what old code does not use. An older process may
+   * then start on the newer schema, so a rolling deploy can restart or roll back old pods.
+   */
+  compatible: boolean;
 }
 
 /** The first line of an online migration; steps are separated by lines `-- nightshift:step` and name tables `__schema__.<table>`. */
@@ -36,7 +42,7 @@ export function migrations(): Migration[] {
       name: f.slice(5, -4),
       sql: readFileSync(join(MIGRATIONS_DIR, f), 'utf8'),
     }))
-    .map((m) => ({ ...m, online: m.sql.startsWith(ONLINE) }));
+    .map((m) => ({ ...m, online: m.sql.startsWith(ONLINE), compatible: /^-- nightshift:compatible\b/m.test(m.sql) }));
   return cached;
 }
 
@@ -73,6 +79,8 @@ export async function migrate(pool: PoolHandle, schema: string): Promise<Migrate
       await run(tx, {
         text: `CREATE TABLE IF NOT EXISTS ${q}.migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
       });
+      // Whether code older than the migration keeps working once it is applied (see Migration.compatible).
+      await run(tx, { text: `ALTER TABLE ${q}.migrations ADD COLUMN IF NOT EXISTS compatible boolean NOT NULL DEFAULT false` });
       const version = await currentVersion(tx, schema);
       if (applied.length === 0) from = version;
       if (version > latestVersion()) throw new SchemaTooNewError(schema, version, latestVersion());
@@ -90,7 +98,7 @@ export async function migrate(pool: PoolHandle, schema: string): Promise<Migrate
           // The transaction rolls back whole: name the migration and say what to do, not a raw pg error.
           throw new MigrationFailedError(schema, m, err);
         }
-        await run(tx, { text: `INSERT INTO ${q}.migrations (version, name) VALUES ($1, $2)` }, [m.version, m.name]);
+        await run(tx, { text: `INSERT INTO ${q}.migrations (version, name, compatible) VALUES ($1, $2, $3)` }, [m.version, m.name, m.compatible]);
         applied.push({ version: m.version, name: m.name });
       }
       return undefined;
@@ -102,8 +110,8 @@ export async function migrate(pool: PoolHandle, schema: string): Promise<Migrate
       throw new MigrationFailedError(schema, next, err);
     }
     const recorded = await run<{ version: number }>(pool.pool, {
-      text: `INSERT INTO ${q}.migrations (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING RETURNING version`,
-    }, [next.version, next.name]);
+      text: `INSERT INTO ${q}.migrations (version, name, compatible) VALUES ($1, $2, $3) ON CONFLICT (version) DO NOTHING RETURNING version`,
+    }, [next.version, next.name, next.compatible]);
     if (recorded.length) applied.push({ version: next.version, name: next.name });
   }
 }
@@ -161,11 +169,24 @@ export async function currentVersion(db: Executor, schema: string): Promise<numb
   return row?.v ?? 0;
 }
 
-/** Throws unless every migration of this code is applied (and none newer). */
-export async function assertMigrated(db: Executor, schema: string): Promise<void> {
+/**
+ * Throws unless every migration of this code is applied. A schema newer than this code is accepted
+ * only when every migration this code does not know is marked compatible (it was written so that
+ * older code keeps working): then the versions it does not know are returned, for a warning;
+ * otherwise NS_SCHEMA_TOO_NEW names the first one that is not.
+ */
+export async function assertMigrated(db: Executor, schema: string): Promise<{ newer: number[] }> {
   const have = await currentVersion(db, schema);
   const want = latestVersion();
-  if (have > want) throw new SchemaTooNewError(schema, have, want);
+  if (have > want) {
+    const rows = await run<{ version: number; compatible: boolean | null }>(db, {
+      text: `SELECT version, (to_jsonb(m) ->> 'compatible')::boolean AS compatible FROM ${quoteIdent(schema)}.migrations m WHERE version > $1 ORDER BY version`,
+    }, [want]);
+    const blocking = rows.find((r) => r.compatible !== true);
+    if (blocking) throw new SchemaTooNewError(schema, have, want, blocking.version);
+    return { newer: rows.map((r) => r.version) };
+  }
   const [row] = have === 0 ? [{ n: 0 }] : await run<{ n: number }>(db, { text: `SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.migrations WHERE version = ANY($1::int[])` }, [migrations().map((m) => m.version)]);
   if (have < want || (row?.n ?? 0) < migrations().length) throw new NotMigratedError(schema, have, want);
+  return { newer: [] };
 }

@@ -138,8 +138,8 @@ export class Nightshift extends JobAdmin {
   }
 
   /** Throws NS_NOT_MIGRATED (or NS_SCHEMA_TOO_NEW) unless the schema has exactly this version's migrations. */
-  checkMigrated(): Promise<void> {
-    return assertMigrated(this.pool.pool, this.database.schema);
+  async checkMigrated(): Promise<void> {
+    await assertMigrated(this.pool.pool, this.database.schema);
   }
 
   /** Enqueues one job; resolves once it is committed (or part of your transaction with `{ db }`). */
@@ -181,7 +181,9 @@ export class Nightshift extends JobAdmin {
       const plan = this.planRoles();
       const missing = missingEnv(plan, process.env);
       if (missing.length) throw new MissingEnvError(missing);
-      await assertMigrated(this.pool.pool, this.database.schema);
+      const { newer } = await assertMigrated(this.pool.pool, this.database.schema);
+      // A newer version migrated the schema with migrations this code may run beside (rolling deploy).
+      if (newer.length) this.events.emit({ type: 'schema.newer', schema: this.database.schema, versions: newer });
       if (o.budget) {
         await assertBudget(this.pool.pool, {
           pool: poolSize(o),

@@ -69,7 +69,8 @@ export type NightshiftEvent =
   | { type: 'stream.group-created'; stream: string; group: string; recreated: boolean }
   | { type: 'stream.connection-lost'; connection: string; error: string }
   | { type: 'stream.connected'; connection: string }
-  | { type: 'listener.notified'; queue: string; dueInMs?: number };
+  | { type: 'listener.notified'; queue: string; dueInMs?: number }
+  | { type: 'schema.newer'; schema: string; versions: number[] };
 
 /** Fields every stream consumer event carries. */
 export interface StreamConsumerFields {

@@ -73,6 +73,7 @@ const LEVEL: Record<NightshiftEvent['type'], 'trace' | 'debug' | 'info' | 'warn'
   'job.refused': 'warn',
   'job.lease-lost': 'warn',
   'job.handler-stuck': 'error',
+  'schema.newer': 'warn',
   'worker.claimed': 'trace',
   'listener.connected': 'debug',
   'listener.lost': 'warn',

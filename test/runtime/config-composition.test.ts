@@ -66,8 +66,10 @@ describe('queues and roles together', () => {
     const a = defineJob({ kind: 'in-a', payload, queue: 'a', run: async () => undefined });
     const b = defineJob({ kind: 'in-b', payload, queue: 'b', run: async () => undefined });
     const ns = t.client({ jobs: [a, b], queues: ['a'], pollIntervalMs: 100 });
+    const ids = (await Promise.all([ns.enqueue(a, { n: 1 }), ns.enqueue(b, { n: 2 })])).map((r) => r.id);
     await ns.start();
     expect(ns.workedQueues.sort()).toEqual(['a', 'b']);
+    await waitFor('the jobs of both queues to complete', async () => (await Promise.all(ids.map((id) => ns.getJob(id)))).every((j) => j.state === 'completed'));
   });
 
   it('a queue no kind and no role uses is a config error with a did-you-mean', () => {

@@ -27,7 +27,8 @@ export function startupApplicationName(message: Buffer): string {
  * fail). It knows PostgreSQL connections by the application_name of their startup message, so a
  * fault can cut one kind — a worker's LISTEN connection — while the others go on working, as a
  * middlebox that drops an idle flow does (`cut`); or cut every connection, new ones included, as
- * a partition does (`blackhole`). Any other protocol passes too (its connections have no name).
+ * a partition does (`blackhole`); or point it at another server, as a failover does (`retarget`).
+ * Any other protocol passes too (its connections have no name).
  */
 export class TcpProxy {
   private readonly server: net.Server;
@@ -38,8 +39,8 @@ export class TcpProxy {
   port = 0;
 
   constructor(
-    private readonly targetHost: string,
-    private readonly targetPort: number,
+    private targetHost: string,
+    private targetPort: number,
   ) {
     this.server = net.createServer((client) => this.accept(client));
   }
@@ -86,8 +87,24 @@ export class TcpProxy {
     this.cut(() => true);
   }
 
+  /**
+   * Points new connections at another server (a promoted standby: what a DNS name, a virtual IP
+   * or a managed database's endpoint does on failover) and drops the open ones.
+   */
+  retarget(host: string, port: number): void {
+    this.targetHost = host;
+    this.targetPort = port;
+    this.partitioned = false;
+    this.destroyAll();
+  }
+
   /** Destroys every connection and stops listening. */
   async close(): Promise<void> {
+    this.destroyAll();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private destroyAll(): void {
     for (const l of this.links) {
       l.client.destroy();
       l.upstream.destroy();
@@ -95,7 +112,6 @@ export class TcpProxy {
     this.links.clear();
     for (const s of this.stray) s.destroy();
     this.stray.clear();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
   private accept(client: net.Socket): void {

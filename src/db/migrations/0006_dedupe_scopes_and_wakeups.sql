@@ -1,4 +1,6 @@
--- 0006: dedupe scopes, start-time wake-ups for future jobs, job progress, and a stricter SQL enqueue_job.
+-- 0006: dedupe scopes, start-time wake-ups for future jobs, job progress, and a stricter SQL enqueue.
+-- nightshift:compatible — older code keeps working with it: only new columns (nullable or with
+-- defaults), a new table and index, and functions whose old arguments keep their meaning.
 -- Every column added here has no default or a constant one: adding it rewrites nothing, however
 -- many jobs the table holds.
 

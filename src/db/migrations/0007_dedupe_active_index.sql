@@ -1,4 +1,5 @@
 -- nightshift:online
+-- nightshift:compatible — an index only: older code keeps working with it.
 -- 0007: the index of the 'active' dedupe scope: at most one available or running job per kind and
 -- key. Built with CREATE INDEX CONCURRENTLY, so a table of millions of jobs keeps taking writes
 -- while it builds (the migrator waits for another replica's build, and rebuilds one left invalid).

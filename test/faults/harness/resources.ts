@@ -11,6 +11,7 @@ import { Fleet } from './fleet.js';
 export class ScenarioResources {
   private readonly closers: { what: string; close(): Promise<unknown> | unknown }[] = [];
   private readonly fleets: Fleet[] = [];
+  private readonly details: (() => string)[] = [];
 
   constructor(
     private readonly url: string,
@@ -25,9 +26,9 @@ export class ScenarioResources {
     return fleet;
   }
 
-  /** A listening proxy in front of the scenario's PostgreSQL; closed at the end. */
-  async proxy(): Promise<TcpProxy> {
-    const proxy = TcpProxy.for(this.url);
+  /** A listening proxy in front of the scenario's PostgreSQL (or the server of `target`); closed at the end. */
+  async proxy(target = this.url): Promise<TcpProxy> {
+    const proxy = TcpProxy.for(target);
     await proxy.listen();
     this.defer('the proxy', () => proxy.close());
     return proxy;
@@ -45,9 +46,30 @@ export class ScenarioResources {
     this.closers.push({ what, close });
   }
 
-  /** The tail of every process's output, for a failure report. */
+  /** More for a failure report (a server's log, say): `describe` is called only when the run fails. */
+  detail(describe: () => string): void {
+    this.details.push(describe);
+  }
+
+  /** The tail of every process's output and the details, for a failure report. */
   outputs(): string {
-    return this.fleets.map((f) => f.outputs()).join('\n');
+    return [...this.fleets.map((f) => f.outputs()), ...this.details.map((d) => d())].join('\n');
+  }
+
+  /**
+   * Runs a part of the scenario with resources of its own, closed when the part ends however it
+   * ends — for parts that must clean up before the next begins (a server cluster per mode). A
+   * failure names the part and carries its outputs.
+   */
+  async part<T>(label: string, body: (part: ScenarioResources) => Promise<T>): Promise<T> {
+    const part = new ScenarioResources(this.url, this.schema);
+    try {
+      return await body(part);
+    } catch (err) {
+      throw new Error(`${label}: ${String(err)}\n${part.outputs()}`, { cause: err });
+    } finally {
+      await part.closeAll();
+    }
   }
 
   /** Closes everything, last made first; every closer runs even when one fails (the first failure is thrown after). */
