@@ -8,6 +8,8 @@ export interface ChildInit {
   role: 'worker' | 'producer';
   /** Worker only. */
   concurrency?: number;
+  /** Worker only: queues the jobs are spread over (bench/scale); default 1. */
+  queues?: number;
 }
 
 /** A request to a started child; answered by a {@link ChildReply} with the same id. */

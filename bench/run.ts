@@ -3,6 +3,8 @@
  *
  *   npm run bench                 full run (median of 3 runs, 100k-job workloads), bench/results/latest.md
  *   npm run bench -- --quick      under 2 minutes, smaller workloads, bench/results/quick.md
+ *   npm run bench -- --scale      the scale curves (bench/scale/), bench/results/scale.md and one SVG per curve;
+ *                                 with --quick a smoke run of a few minutes (scale-quick.md)
  *
  * Options: --runs N, --systems a,b, --only bulk,single,drain,latency,ceiling, --no-pgbench, --out FILE,
  * --merge (replace only the measured figures in the existing results file, noting when and how),
@@ -24,6 +26,7 @@ import { measureCeiling, type CeilingFigure } from './raw-ceiling.js';
 import { renderMarkdown, type BenchResults } from './report.js';
 import { bulkEnqueue, drain, latency, singleEnqueue, type DrainShape, type ScenarioContext, type Sizes } from './scenarios.js';
 import { BenchServer } from './server.js';
+import { CURVE_KEYS, runScale, SCALE_SYSTEMS } from './scale/main.js';
 import { SYSTEMS, systemById } from './systems/index.js';
 import type { SystemAdapter } from './systems/system.js';
 
@@ -49,16 +52,18 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     merge: { type: 'boolean', default: false },
     note: { type: 'string', multiple: true, default: [] },
+    scale: { type: 'boolean', default: false },
   },
 });
 
 const mode = args.quick ? 'quick' : 'full';
 const sizes: Sizes = { ...(args.quick ? QUICK : FULL) };
 if (args.runs) sizes.runs = Math.max(1, Number(args.runs));
-const systems: SystemAdapter[] = args.systems ? args.systems.split(',').map(systemById) : [...SYSTEMS];
-const only = new Set((args.only ?? 'ceiling,bulk,single,drain,latency').split(','));
-// The whole run stops by itself: a quick run within 2 minutes, a full one within 45.
-const deadline = Date.now() + (args.quick ? 110_000 : 45 * 60_000);
+const systems: SystemAdapter[] = args.systems ? args.systems.split(',').map(systemById) : args.scale ? SCALE_SYSTEMS.map(systemById) : [...SYSTEMS];
+const only = new Set((args.only ?? (args.scale ? CURVE_KEYS.join(',') : 'ceiling,bulk,single,drain,latency')).split(','));
+// The whole run stops by itself: a quick run within 2 minutes, a full one within 45; the scale
+// curves (10 M rows of history among them) within 8 minutes quick and 8 hours full.
+const deadline = Date.now() + (args.scale ? (args.quick ? 8 * 60_000 : 8 * 3_600_000) : args.quick ? 110_000 : 45 * 60_000);
 const started = Date.now();
 const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
 
@@ -81,7 +86,12 @@ process.on('exit', killAllChildren);
 
 async function main(): Promise<void> {
   const loadBefore = loadavg();
-  log(`${mode} run: ${systems.map((s) => s.id).join(', ')}; ${sizes.runs} run(s) per figure`);
+  if (args.scale) {
+    const bad = systems.filter((s) => !SCALE_SYSTEMS.includes(s.id)).map((s) => s.id);
+    const unknown = [...only].filter((k) => !CURVE_KEYS.includes(k));
+    if (bad.length || unknown.length) throw new Error(`--scale: ${bad.length ? `systems ${bad.join(', ')} are not on the scale curves (${SCALE_SYSTEMS.join(', ')}); ` : ''}${unknown.length ? `unknown curves ${unknown.join(', ')} (known: ${CURVE_KEYS.join(', ')})` : ''}`);
+  }
+  log(`${args.scale ? 'scale ' : ''}${mode} run: ${systems.map((s) => s.id).join(', ')}${args.scale ? `; curves ${[...only].join(', ')}` : `; ${sizes.runs} run(s) per figure`}`);
   const script = await buildChild();
   const profileDir = args.profile ? join(here, '.profile', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
   server = await BenchServer.start(profileDir ? ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all'] : []);
@@ -129,6 +139,12 @@ async function main(): Promise<void> {
   for (const s of systems) {
     const url = await server.createDatabase(template(s));
     await withTimeout(s.migrate(url), 60_000, `${s.id} migrate`);
+  }
+
+  if (args.scale) {
+    const out = args.out ?? join(here, 'results', mode === 'full' ? 'scale.md' : 'scale-quick.md');
+    await runScale(ctx, { quick: args.quick, ...(args.runs ? { runs: Number(args.runs) } : {}), systems, only, out, deadline, template, serverInfo });
+    return;
   }
 
   /** Runs one bounded unit of work; a failure or timeout is noted and the run goes on. */
