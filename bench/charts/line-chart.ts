@@ -4,8 +4,9 @@ import * as echarts from 'echarts';
 export interface ChartSeries {
   name: string;
   values: (number | null)[];
-  /** Dashed line (e.g. the higher percentiles of a latency chart). */
-  dashed?: boolean;
+  /** Line style and point symbol, to tell a system's series apart (e.g. p50, p95, p99). Default solid, circle. */
+  line?: 'solid' | 'dashed' | 'dotted';
+  symbol?: 'circle' | 'triangle' | 'rect' | 'diamond';
   /** Colour, so a system keeps one colour across its series. */
   color?: string;
 }
@@ -65,14 +66,16 @@ export function renderLineChart(c: LineChart): string {
     const subtitle = c.subtitle ? wrap(c.subtitle, Math.floor(width / 6.6)) : '';
     const subtitleLines = subtitle ? subtitle.split('\n').length : 0;
     const top = 56 + subtitleLines * 16;
+    const side = c.series.length > 3;
     chart.setOption({
       animation: false,
       backgroundColor: '#ffffff',
       textStyle: { fontFamily: 'sans-serif' },
       title: { text: c.title, subtext: subtitle, left: 16, top: 8, textStyle: { fontSize: 16 }, subtextStyle: { fontSize: 11, color: '#555' } },
-      // Wide gaps: the server-side renderer estimates text widths, and viewers' fonts run wider.
-      legend: { bottom: 8, itemGap: 56, data: c.series.map((s) => s.name) },
-      grid: { left: 80, right: 40, top: top + 8, bottom: 92 },
+      // Up to three series: a legend row under the chart (wide gaps: the server-side renderer
+      // estimates text widths, and viewers' fonts run wider); more: a column on the right.
+      legend: side ? { orient: 'vertical', right: 12, top: top + 8, itemGap: 14, data: c.series.map((s) => s.name) } : { bottom: 8, itemGap: 56, data: c.series.map((s) => s.name) },
+      grid: { left: 80, right: side ? 200 : 40, top: top + 8, bottom: side ? 60 : 92 },
       xAxis: { type: 'category', data: c.categories, name: c.xLabel, nameLocation: 'middle', nameGap: 30, boundaryGap: true },
       yAxis: {
         type: c.yLog ? 'log' : 'value',
@@ -87,9 +90,10 @@ export function renderLineChart(c: LineChart): string {
         type: 'line',
         data: s.values,
         connectNulls: false,
-        symbol: 'circle',
-        symbolSize: 7,
-        ...(s.color ? { itemStyle: { color: s.color }, lineStyle: { color: s.color, type: s.dashed ? 'dashed' : 'solid' } } : s.dashed ? { lineStyle: { type: 'dashed' } } : {}),
+        symbol: s.symbol ?? 'circle',
+        symbolSize: 8,
+        lineStyle: { type: s.line ?? 'solid', ...(s.color ? { color: s.color } : {}) },
+        ...(s.color ? { itemStyle: { color: s.color } } : {}),
         label: { show: true, position: 'top', fontSize: 10, formatter: (p: { value: number }) => compact(p.value) },
       })),
     });

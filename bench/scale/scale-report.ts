@@ -56,7 +56,7 @@ export function curveChart(r: ScaleResults, c: CurveResult): string {
   for (const sys of r.systems) {
     c.suffixes.forEach((suffix, i) => {
       const values = c.points.map((p) => summarise(c.values[p.label]?.[seriesKey(sys.id, suffix)] ?? [])?.median ?? null);
-      series.push({ name: suffix ? `${sys.id} ${suffix}` : sys.id, values, dashed: i > 0, ...(SYSTEM_COLORS[sys.id] ? { color: SYSTEM_COLORS[sys.id]! } : {}) });
+      series.push({ name: suffix ? `${sys.id} ${suffix}` : sys.id, values, line: (['solid', 'dashed', 'dotted'] as const)[i % 3]!, symbol: (['circle', 'triangle', 'rect'] as const)[i % 3]!, ...(SYSTEM_COLORS[sys.id] ? { color: SYSTEM_COLORS[sys.id]! } : {}) });
     });
   }
   const runs = r.sizes.runs;
@@ -84,7 +84,7 @@ export function renderScaleMarkdown(r: ScaleResults, chartFile: (key: string) =>
   for (const c of r.curves) {
     out.push(`## ${c.title}`, '', `![${c.title}](${chartFile(c.key)})`, '');
     const series = ids.flatMap((id) => c.suffixes.map((sfx) => ({ id, sfx, key: seriesKey(id, sfx) })));
-    const extras = [...new Set(Object.values(c.extra).flatMap((e) => Object.keys(e)))].sort();
+    const extras = [...new Set(Object.values(c.extra).flatMap((e) => Object.keys(e)))].sort((a, b) => ids.findIndex((id) => a.startsWith(`${id} `)) - ids.findIndex((id) => b.startsWith(`${id} `)));
     const head = [c.xLabel, ...series.map((s) => `${label(s.id)}${s.sfx ? ` ${s.sfx}` : ''} (${c.unit})`)];
     const single = c.suffixes.length === 1 && ids.includes('nightshift') && peer;
     if (single) head.push(`nightshift ÷ ${peer}`, ...ids.map((id) => `${id} vs first`));
