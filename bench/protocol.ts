@@ -1,4 +1,5 @@
 /** Messages between the orchestrator and a benchmark child process (over Node's IPC channel). */
+import type { StreamTask } from './streams/tasks.js';
 
 /** What a child is started to do. */
 export interface ChildInit {
@@ -18,6 +19,8 @@ export type ChildCommand =
   | { op: 'single'; n: number; producers: number }
   | { op: 'paced'; n: number; perSecond: number }
   | { op: 'stats' }
+  /** The streams child (bench/streams/child.ts) only. */
+  | { op: 'stream'; task: StreamTask }
   | { op: 'stop' };
 
 export interface ChildRequest {
