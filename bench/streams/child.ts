@@ -42,7 +42,7 @@ async function consumeNightshift(url: string, t: Extract<StreamTask, { kind: 'co
       if (++handled === t.n) allHandled();
     },
   });
-  const runner = new ConsumerRunner({ redisUrl: url, consumers: [consumer], blockMs: 1_000 });
+  const runner = new ConsumerRunner({ redisUrl: url, consumers: [consumer] });
   const probe = new Redis(url);
   try {
     await runner.start();
