@@ -82,8 +82,10 @@ function cleanup(): Promise<void> {
   })();
   return cleaning;
 }
+let interrupted = false;
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, () => {
+    interrupted = true;
     log(`${sig}: stopping`);
     void cleanup().finally(() => process.exit(130));
   });
@@ -152,7 +154,7 @@ async function main(): Promise<void> {
 
   if (args.scale) {
     const out = args.out ?? join(here, 'results', mode === 'full' ? 'scale.md' : 'scale-quick.md');
-    await runScale(ctx, { quick: args.quick, ...(args.runs ? { runs: Number(args.runs) } : {}), systems, only, out, deadline, template, serverInfo });
+    await runScale(ctx, { quick: args.quick, ...(args.runs ? { runs: Number(args.runs) } : {}), systems, only, out, deadline, template, serverInfo, interrupted: () => interrupted });
     return;
   }
 

@@ -67,6 +67,7 @@ export const CURVES: CurveSpec[] = [
       const preload = historyPreload(system);
       if (!preload) return false;
       const db = new pg.Client({ connectionString: template.url });
+      db.on('error', () => undefined);
       await db.connect();
       try {
         const kept = await preload.insertFinished(db, x);

@@ -73,6 +73,8 @@ export async function scaleDrain(ctx: ScaleContext, system: SystemAdapter, url: 
   await ctx.server.settle(url);
   const target = d.target ?? d.jobs;
   const db = new pg.Client({ connectionString: url });
+  // The server going away (Ctrl-C, a timeout) fails the next query; it must not crash the run.
+  db.on('error', () => undefined);
   await db.connect();
   const workers: Child[] = [];
   try {

@@ -21,6 +21,8 @@ export interface ScaleOptions {
   /** Template database of each system (migrated by the caller). */
   template(s: SystemAdapter): string;
   serverInfo: Record<string, string>;
+  /** True once Ctrl-C (or SIGTERM) arrived: nothing more is started while the caller cleans up. */
+  interrupted(): boolean;
 }
 
 /** The systems the scale curves compare (pg-boss is not on them: the issue asks for graphile-worker). */
@@ -52,6 +54,7 @@ export async function runScale(ctx: ScaleContext, o: ScaleOptions): Promise<void
   };
   const server = ctx.server;
   const unit = async (what: string, fn: () => Promise<void>, maxMs: number): Promise<boolean> => {
+    if (o.interrupted()) return false;
     const left = o.deadline - Date.now();
     if (left < 5_000) {
       results.notes.push(`skipped (time limit): ${what}`);
@@ -62,6 +65,7 @@ export async function runScale(ctx: ScaleContext, o: ScaleOptions): Promise<void
       return true;
     } catch (err) {
       killAllChildren();
+      if (o.interrupted()) return false;
       const msg = err instanceof Error ? err.message.split('\n')[0]! : String(err);
       ctx.log(`FAILED ${what}: ${msg}`);
       results.notes.push(`failed: ${what}: ${msg}`);
@@ -116,6 +120,7 @@ export async function runScale(ctx: ScaleContext, o: ScaleOptions): Promise<void
       } finally {
         for (const [id, t] of templates) if (t && t !== o.template(o.systems.find((s) => s.id === id)!)) await server.dropDatabase(t).catch(() => undefined);
       }
+      if (o.interrupted()) return;
       // Written after every point, so a run stopped half-way keeps what it measured.
       results.machine.loadAfter = loadavg();
       results.durationSeconds = (Date.now() - started) / 1000;

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,11 +26,13 @@ export interface BenchRedis {
   destroy(): Promise<void>;
 }
 
-let running: ChildProcess | undefined;
+let running: { proc: ChildProcess; dir: string } | undefined;
 
-/** Kills the bench's redis-server if one runs (on Ctrl-C, timeouts and exit). */
+/** Kills the bench's redis-server if one runs and removes its directory (on Ctrl-C, timeouts and exit). */
 export function killRedis(): void {
-  running?.kill('SIGKILL');
+  if (!running) return;
+  running.proc.kill('SIGKILL');
+  rmSync(running.dir, { recursive: true, force: true });
   running = undefined;
 }
 
@@ -45,7 +47,7 @@ export async function startBenchRedis(): Promise<BenchRedis> {
     [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'save ""', 'appendonly yes', `appendfsync ${APPENDFSYNC}`, 'daemonize no', 'logfile ""'].join('\n'),
   );
   const proc = spawn(binary, [join(dir, 'redis.conf')], { stdio: ['ignore', 'pipe', 'pipe'] });
-  running = proc;
+  running = { proc, dir };
   let output = '';
   try {
     await new Promise<void>((resolve, reject) => {
@@ -64,7 +66,6 @@ export async function startBenchRedis(): Promise<BenchRedis> {
     });
   } catch (err) {
     killRedis();
-    await rm(dir, { recursive: true, force: true });
     throw err;
   }
   const version = /Redis version=([^,\s]+)/.exec(output)?.[1] ?? /\bv=([^,\s]+)/.exec(output)?.[1] ?? '?';
@@ -73,8 +74,8 @@ export async function startBenchRedis(): Promise<BenchRedis> {
     port,
     describe: `Redis ${version}, appendonly yes, appendfsync ${APPENDFSYNC}, no RDB snapshots`,
     async destroy() {
-      if (running === proc) killRedis();
-      else proc.kill('SIGKILL');
+      proc.kill('SIGKILL');
+      if (running?.proc === proc) running = undefined;
       await rm(dir, { recursive: true, force: true });
     },
   };
