@@ -52,7 +52,10 @@ export const nightshiftAdapter: SystemAdapter = {
       await ns.stop();
     }
   },
-  pendingSql: `SELECT EXISTS (SELECT 1 FROM ${SCHEMA}.jobs WHERE state = 'available') OR EXISTS (SELECT 1 FROM ${SCHEMA}.jobs WHERE state = 'running') AS pending`,
+  // Running jobs are found through the lease index (a running job always holds a lease: the
+  // jobs_lease_when_running constraint). `state = 'running'` alone has no index and scanned the
+  // whole table, retained history included: 72 ms a poll at 1 M finished rows, in the drain's tail.
+  pendingSql: `SELECT EXISTS (SELECT 1 FROM ${SCHEMA}.jobs WHERE state = 'available') OR EXISTS (SELECT 1 FROM ${SCHEMA}.jobs WHERE lease_expires_at IS NOT NULL AND state = 'running') AS pending`,
   async producer(url): Promise<Producer> {
     const ns = client(url, () => undefined);
     return {
