@@ -23,20 +23,41 @@ const BULK_CHUNK = 5_000;
  */
 const BULK_BYTES = 16 * 1_048_576;
 
+/** What an enqueuer is built from. */
+export interface EnqueuerOptions {
+  database: Database;
+  registry: JobRegistry;
+  /** The largest payload, in bytes of JSON. */
+  maxPayloadBytes: number;
+  events: EventBus;
+  /** Coalescing of single enqueues: statements in flight at once, and rows per statement. */
+  batching: { maxInFlight: number; maxBatch: number };
+  /** Error messages in spans. Default false. */
+  errorMessages?: boolean;
+}
+
 /** Validates and writes jobs: alone, in bulk, or inside the caller's transaction. */
 export class Enqueuer {
   private readonly batcher: InsertBatcher;
+  private readonly db: Database;
+  private readonly registry: JobRegistry;
+  private readonly maxPayloadBytes: number;
+  private readonly events: EventBus;
+  private readonly errorMessages: boolean;
   stopped = false;
 
-  constructor(
-    private readonly db: Database,
-    private readonly registry: JobRegistry,
-    private readonly maxPayloadBytes: number,
-    private readonly events: EventBus,
-    batching: { maxInFlight: number; maxBatch: number },
-    private readonly errorMessages = false,
-  ) {
-    this.batcher = new InsertBatcher((rows) => jobInsert(db.pool.pool, db.insert, rows, false), batching.maxInFlight, batching.maxBatch);
+  constructor(o: EnqueuerOptions) {
+    this.db = o.database;
+    this.registry = o.registry;
+    this.maxPayloadBytes = o.maxPayloadBytes;
+    this.events = o.events;
+    this.errorMessages = o.errorMessages ?? false;
+    const db = o.database;
+    this.batcher = new InsertBatcher({
+      insert: (rows) => jobInsert(db.pool.pool, db.insert, rows, false),
+      maxInFlight: o.batching.maxInFlight,
+      maxBatch: o.batching.maxBatch,
+    });
   }
 
   /** Enqueues one job. Resolves once it is committed (or, with `{ db }`, once it is part of the caller's transaction). */

@@ -90,13 +90,25 @@ function checkFilter(o: { kind?: string; queue?: string; state?: JobState | JobS
  * Every change is one statement that also writes its audit entry (who, what, why, when).
  */
 export class JobAdmin {
-  constructor(
-    protected readonly database: Database,
-    private readonly defaultActor: string,
-    private readonly adminEvents?: EventBus,
+  protected readonly database: Database;
+  private readonly defaultActor: string;
+  private readonly adminEvents: EventBus | undefined;
+  private readonly definitions: (kind: string) => JobDefinition | undefined;
+
+  constructor(o: {
+    database: Database;
+    /** Who acts when an action names nobody. */
+    actor: string;
+    /** Where `job.cancelled` and `job.resolved` go. */
+    events?: EventBus;
     /** The definitions this client knows, for a kind's `onResolve`. */
-    private readonly definitions: (kind: string) => JobDefinition | undefined = () => undefined,
-  ) {}
+    definitions?: (kind: string) => JobDefinition | undefined;
+  }) {
+    this.database = o.database;
+    this.defaultActor = o.actor;
+    this.adminEvents = o.events;
+    this.definitions = o.definitions ?? (() => undefined);
+  }
 
   /** Jobs matching the filter, newest first. */
   async listJobs(options: ListJobsOptions = {}): Promise<JobRecord[]> {

@@ -71,17 +71,21 @@ export class Nightshift extends JobAdmin {
       events.emit({ type: 'database.prepared-statements-off', ...off, hint: off.cause === 'pooler' ? PREPARED_POOLER_HINT : PREPARED_COLLISION_HINT }),
     );
     const registry = new JobRegistry(options.jobs);
-    super(database, options.actor, events, (kind) => registry.get(kind));
+    super({ database, actor: options.actor, events, definitions: (kind) => registry.get(kind) });
     this.events = events;
     this.options = options;
     this.pool = pool;
     this.registry = registry;
     this.logger = options.logger ?? createLogger({ redact: options.redact });
     this.unlog = logEvents(this.events, this.logger, { errorMessages: options.logErrorMessages });
-    this.enqueuer = new Enqueuer(database, this.registry, options.maxPayloadBytes, this.events, {
-      maxInFlight: options.enqueueBatchInFlight,
-      maxBatch: 1_000,
-    }, options.logErrorMessages);
+    this.enqueuer = new Enqueuer({
+      database,
+      registry: this.registry,
+      maxPayloadBytes: options.maxPayloadBytes,
+      events: this.events,
+      batching: { maxInFlight: options.enqueueBatchInFlight, maxBatch: 1_000 },
+      errorMessages: options.logErrorMessages,
+    });
     this.maintenance = new JobMaintenance(database, this.events);
     // Built now so duplicate schedule names and unknown kinds fail at construction.
     this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: options.schedules, events: this.events, actor: options.actor });
@@ -378,8 +382,8 @@ export class Nightshift extends JobAdmin {
   async serveOps(options: { port: number; host?: string }): Promise<{ host: string; port: number }> {
     if (!this.ops) {
       const metrics = this.metrics();
-      this.ops = new OpsServer(
-        {
+      const ops = new OpsServer({
+        source: {
           metrics: () => metrics.text(),
           ready: () => this.ready,
           status: () => {
@@ -393,10 +397,12 @@ export class Nightshift extends JobAdmin {
             };
           },
         },
-        options.port,
-        options.host,
-      );
-      await this.ops.start();
+        port: options.port,
+        host: options.host,
+        logger: this.logger,
+      });
+      await ops.start();
+      this.ops = ops;
     }
     return this.ops.address!;
   }

@@ -18,22 +18,21 @@ import { ConfigError, DatabaseError, type Issue } from '../errors.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import { serialisePayload } from '../jobs/payload.js';
-import { trackResource } from '../lifecycle/resources.js';
+import type { Timer } from '../lifecycle/clock.js';
+import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import { EventBus, workerError, type NightshiftEvent } from '../telemetry/events.js';
-import { silentLogger, type Logger } from '../telemetry/logger.js';
 import { planTicks } from './catch-up.js';
 import type { ScheduleDefinition } from './define-schedule.js';
 import { enqueueTickJob, scheduleTick, ScheduleSet, type ScheduleEntry } from './schedule-set.js';
 import { nextTick } from './ticks.js';
 
 /** What the ticker needs. */
-export interface ScheduleTickerOptions {
+export interface ScheduleTickerOptions extends ServiceOptions {
   database: Database;
   enqueuer: Enqueuer;
   registry: JobRegistry;
   schedules: readonly ScheduleDefinition[];
   events?: EventBus;
-  logger?: Logger;
   /** Longest sleep between two looks at the schedules, in ms; paused, resumed and queued schedules are seen within it. Default 1000. */
   pollMs?: number;
   /** Ticks decided per transaction. Default 100. */
@@ -87,13 +86,12 @@ function emptyReport(): TickerReport {
  * an election. Time is the database clock; the ticker sleeps until the next due tick (converted
  * with the measured offset between the database and local clocks), at most `pollMs`.
  */
-export class ScheduleTicker {
+export class ScheduleTicker extends BaseService {
   readonly events: EventBus;
   private readonly set: ScheduleSet;
   private readonly st: ScheduleStatements;
   private readonly db: Database;
   private readonly enqueuer: Enqueuer;
-  private readonly logger: Logger;
   private readonly pollMs: number;
   private readonly batchSize: number;
   private readonly retentionMs: number;
@@ -101,18 +99,16 @@ export class ScheduleTicker {
   private clockOffsetMs = 0;
   private lastPruneAt = 0;
   private readonly warnedSpec = new Set<string>();
-  private started = false;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private running: Promise<void> | undefined;
-  private release: (() => void) | undefined;
 
   constructor(options: ScheduleTickerOptions) {
+    super({ name: 'schedule-ticker', kind: 'timer', restartable: true, logger: options.logger, clock: options.clock });
     this.db = options.database;
     this.enqueuer = options.enqueuer;
     this.set = new ScheduleSet(options.schedules, options.registry);
     this.st = scheduleStatements(options.database.statements);
     this.events = options.events ?? new EventBus();
-    this.logger = options.logger ?? silentLogger();
     const issues: Issue[] = [];
     const int = (v: number | undefined, path: string, min: number, fallback: number) => {
       if (v === undefined) return fallback;
@@ -135,29 +131,17 @@ export class ScheduleTicker {
    * function against its job's schema on a sample tick (NS_CONFIG_INVALID naming every schedule
    * that fails), then ticks until stopped. Safe twice.
    */
-  async start(): Promise<void> {
-    if (this.started) return;
-    this.started = true;
-    this.release = trackResource('timer', 'schedule-ticker');
-    try {
-      await this.checkPayloads();
-      await this.register();
-    } catch (err) {
-      this.started = false;
-      this.release();
-      throw err;
-    }
+  protected async onStart(): Promise<void> {
+    await this.checkPayloads();
+    await this.register();
     this.loop();
   }
 
   /** Stops ticking and waits for a pass in progress. Safe before start and twice. */
-  async stop(): Promise<void> {
-    if (!this.started) return;
-    this.started = false;
-    clearTimeout(this.timer);
+  protected async onStop(): Promise<void> {
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     await this.running;
-    this.release?.();
   }
 
   /**
@@ -181,9 +165,9 @@ export class ScheduleTicker {
     const report = emptyReport();
     if (this.set.size === 0) return report;
     if (!this.registered) await this.register();
-    const t0 = Date.now();
+    const t0 = this.clock.wall();
     const rows = await scheduleOverview(this.db.pool.pool, this.st, this.set.names());
-    const t1 = Date.now();
+    const t1 = this.clock.wall();
     if (rows[0]) this.clockOffsetMs = rows[0].now.getTime() - (t0 + t1) / 2;
     const byName = new Map(rows.map((r) => [r.name, r]));
     let nextDue = Infinity;
@@ -222,8 +206,8 @@ export class ScheduleTicker {
       if (def.overlap === 'queue' && (row.has_queued || report.queued.some((q) => q.schedule === def.name))) report.waiting = true;
     }
     report.nextDueAt = Number.isFinite(nextDue) ? new Date(nextDue) : null;
-    if (at === undefined && Date.now() - this.lastPruneAt > PRUNE_EVERY_MS) {
-      this.lastPruneAt = Date.now();
+    if (at === undefined && this.clock.wall() - this.lastPruneAt > PRUNE_EVERY_MS) {
+      this.lastPruneAt = this.clock.wall();
       await this.prune().catch((err: unknown) =>
         this.emit(workerError('schedule tick pruning', err)),
       );
@@ -379,7 +363,7 @@ export class ScheduleTicker {
     const issues: Issue[] = [];
     for (const entry of this.set.all()) {
       const { def, job } = entry;
-      const at = new Date(nextTick(def.timing, Date.now()) ?? Date.now());
+      const at = new Date(nextTick(def.timing, this.clock.wall()) ?? this.clock.wall());
       try {
         const value = def.payload ? await def.payload(scheduleTick(def, at, false)) : {};
         await serialisePayload(job.kind, job.schema, value, Number.MAX_SAFE_INTEGER);
@@ -397,7 +381,7 @@ export class ScheduleTicker {
   }
 
   private loop(): void {
-    if (!this.started) return;
+    if (!this.live) return;
     let delay = this.pollMs;
     this.running = this.runOnce()
       .then(
@@ -409,7 +393,7 @@ export class ScheduleTicker {
           if (!r.more && r.nextDueAt) {
             // Wake just after the tick on the database clock. A tick already past means another
             // replica held the schedule: look again shortly, without spinning.
-            const wait = r.nextDueAt.getTime() - this.clockOffsetMs + 2 - Date.now();
+            const wait = r.nextDueAt.getTime() - this.clockOffsetMs + 2 - this.clock.wall();
             delay = Math.min(delay, wait > 0 ? wait : MIN_SLEEP_MS);
           }
         },
@@ -419,7 +403,7 @@ export class ScheduleTicker {
       )
       .finally(() => {
         this.running = undefined;
-        if (this.started) this.timer = setTimeout(() => this.loop(), delay);
+        if (this.live) this.timer = this.clock.setTimeout(() => this.loop(), delay);
       });
   }
 

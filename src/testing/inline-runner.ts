@@ -70,21 +70,21 @@ export class InlineRunner {
     const onError = (err: unknown) => this.writeErrors.push(err);
     const db = this.kit.database;
     // Completed jobs are kept (never deleted on completion, whatever the retention) so the outcome can be read.
-    this.completer = new Completer(db, 1_000, Math.max(1_000, o.leaseMs - o.heartbeatMs), onError, false);
-    this.runner = new JobRunner(
-      db,
-      this.kit.registry,
-      this.active,
-      this.completer,
-      this.kit.enqueuer,
-      ns.events,
-      ns.logger,
-      o.leaseMs,
-      new StartMarks(db, onError),
-      new Set([...DEFAULT_REDACT, ...o.redact]),
-      o.logErrorMessages,
-    );
-    this.heartbeat = new PeriodicTask('test heartbeat', o.heartbeatMs, () => this.renew(), onError, 0);
+    this.completer = new Completer({ database: db, maxBatch: 1_000, retryForMs: Math.max(1_000, o.leaseMs - o.heartbeatMs), onError, remove: false });
+    this.runner = new JobRunner({
+      database: db,
+      registry: this.kit.registry,
+      active: this.active,
+      completer: this.completer,
+      enqueuer: this.kit.enqueuer,
+      events: ns.events,
+      logger: ns.logger,
+      leaseMs: o.leaseMs,
+      marks: new StartMarks(db, onError),
+      redact: new Set([...DEFAULT_REDACT, ...o.redact]),
+      errorMessages: o.logErrorMessages,
+    });
+    this.heartbeat = new PeriodicTask({ name: 'test heartbeat', intervalMs: o.heartbeatMs, task: () => this.renew(), onError, jitter: 0 });
   }
 
   /** Runs one claimed job to its recorded outcome. `signal` aborts the handler's ctx.signal with its reason. */
@@ -94,7 +94,7 @@ export class InlineRunner {
     const abort = () => job.controller.abort(signal?.reason);
     signal?.addEventListener('abort', abort, { once: true });
     if (signal?.aborted) abort();
-    this.heartbeat.start();
+    await this.heartbeat.start();
     try {
       await this.runner.run(job);
       await this.completer.drain();

@@ -35,7 +35,14 @@ export function testKit(ns: Nightshift, options: { jobs?: readonly JobDefinition
   const given = new Set((options.jobs ?? []).map((j) => j.kind));
   const defs = [...o.jobs.filter((j) => !given.has(j.kind)), ...(options.jobs ?? [])];
   const registry = new JobRegistry(options.wrap ? defs.map(options.wrap) : defs);
-  const enqueuer = new Enqueuer(database, registry, o.maxPayloadBytes, ns.events, { maxInFlight: o.enqueueBatchInFlight, maxBatch: 1_000 }, o.logErrorMessages);
+  const enqueuer = new Enqueuer({
+    database,
+    registry,
+    maxPayloadBytes: o.maxPayloadBytes,
+    events: ns.events,
+    batching: { maxInFlight: o.enqueueBatchInFlight, maxBatch: 1_000 },
+    errorMessages: o.logErrorMessages,
+  });
   return {
     ns,
     database,

@@ -1,5 +1,5 @@
-import { performance } from 'node:perf_hooks';
 import type { ClaimedRow } from '../db/jobs-run.js';
+import { systemClock, type Clock } from '../lifecycle/clock.js';
 import type { JobLog } from './job-log.js';
 import type { JobProgress } from './job-progress.js';
 
@@ -13,12 +13,10 @@ export class ActiveJob {
   /** The outcome is decided (and being or already written): a late handler result is ignored. */
   finished = false;
   cause: AbortCause | undefined = undefined;
-  /** `performance.now()` when the handler started. */
+  /** The monotonic clock's time when the handler started. */
   startedAt = 0;
-  /** `performance.now()` when the claim that took it returned (its `waited_ms` was measured just before). */
-  readonly claimedAt = performance.now();
   /**
-   * `performance.now()` after which the job must not start (its `expires_at`, measured from before
+   * The monotonic clock's time after which the job must not start (its `expires_at`, measured from before
    * the claim was sent, so never later than the database's deadline); undefined without one.
    */
   deadline: number | undefined = undefined;
@@ -30,7 +28,14 @@ export class ActiveJob {
   onAbort: (() => void) | undefined = undefined;
   private controller_: AbortController | undefined;
 
-  constructor(readonly row: ClaimedRow) {}
+  /**
+   * @param row the claim's row.
+   * @param claimedAt the monotonic clock's time when the claim that took it returned (its `waited_ms` was measured just before).
+   */
+  constructor(
+    readonly row: ClaimedRow,
+    readonly claimedAt: number,
+  ) {}
 
   /** Made on first use: most handlers never look at their signal, and one per job costs (bench/NOTES.md). */
   get controller(): AbortController {
@@ -56,8 +61,10 @@ export class ActiveJob {
 export class ActiveJobs {
   private readonly byId = new Map<string, ActiveJob>();
 
+  constructor(private readonly clock: Clock = systemClock) {}
+
   add(row: ClaimedRow): ActiveJob {
-    const job = new ActiveJob(row);
+    const job = new ActiveJob(row, this.clock.monotonic());
     this.byId.set(row.id, job);
     return job;
   }

@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import type { Database } from '../db/database.js';
 import { jobFail } from '../db/jobs-run.js';
 import { JobTimeoutError, LeaseLostError } from '../errors.js';
@@ -19,9 +18,32 @@ import type { StartMarks } from './start-marks.js';
 import { jobLogInsert, jobLogStatements, type JobLogStatements } from '../db/job-logs.js';
 import { endConsumerSpan, startConsumerSpan, withContext } from '../telemetry/tracing.js';
 import { DEFAULT_REDACT } from '../telemetry/logger.js';
+import { systemClock, type Clock, type Timer } from '../lifecycle/clock.js';
 
 /** What became of a run, for the worker's bookkeeping. */
 export type RunEnd = 'recorded' | 'interrupted';
+
+/** What a job runner is built from (one per worker, or per inline test run). */
+export interface JobRunnerOptions {
+  database: Database;
+  registry: JobRegistry;
+  /** The leases the process holds: a job leaves it once its outcome is written. */
+  active: ActiveJobs;
+  completer: Completer;
+  /** What handlers' `ctx.enqueue` uses. */
+  enqueuer: Enqueuer;
+  events: EventBus;
+  logger: Logger;
+  /** How long a lease lasts; `ctx.heartbeat()` extends it by this. */
+  leaseMs: number;
+  /** Records the start of at-most-once jobs before their handlers run. */
+  marks: StartMarks;
+  /** Keys redacted from what `ctx.log` keeps with the job. Default {@link DEFAULT_REDACT}. */
+  redact?: ReadonlySet<string>;
+  /** Error messages in spans. Default false. */
+  errorMessages?: boolean;
+  clock?: Clock;
+}
 
 /**
  * Runs one claimed job: validates its payload, calls the handler with its context under the
@@ -30,29 +52,36 @@ export type RunEnd = 'recorded' | 'interrupted';
  * shutdown is left for the worker to hand back.
  */
 export class JobRunner {
-  constructor(
-    private readonly db: Database,
-    private readonly registry: JobRegistry,
-    private readonly active: ActiveJobs,
-    private readonly completer: Completer,
-    private readonly enqueuer: Enqueuer,
-    private readonly events: EventBus,
-    private readonly logger: Logger,
-    private readonly leaseMs: number,
-    private readonly marks: StartMarks,
-    redact: ReadonlySet<string> = new Set(DEFAULT_REDACT),
-    private readonly errorMessages = false,
-  ) {
+  private readonly db: Database;
+  private readonly registry: JobRegistry;
+  private readonly active: ActiveJobs;
+  private readonly completer: Completer;
+  private readonly events: EventBus;
+  private readonly logger: Logger;
+  private readonly marks: StartMarks;
+  private readonly errorMessages: boolean;
+  private readonly clock: Clock;
+
+  constructor(o: JobRunnerOptions) {
+    this.db = o.database;
+    this.registry = o.registry;
+    this.active = o.active;
+    this.completer = o.completer;
+    this.events = o.events;
+    this.logger = o.logger;
+    this.marks = o.marks;
+    this.errorMessages = o.errorMessages ?? false;
+    this.clock = o.clock ?? systemClock;
     this.shared = {
-      db,
-      logger,
-      enqueuer,
-      leaseMs,
-      redact,
+      db: o.database,
+      logger: o.logger,
+      enqueuer: o.enqueuer,
+      leaseMs: o.leaseMs,
+      redact: o.redact ?? new Set(DEFAULT_REDACT),
       leaseLost: (job, why) => this.leaseLost(job, why),
       onError: (where, err) => this.events.emit(workerError(where, err)),
     };
-    this.logs = jobLogStatements(db.statements);
+    this.logs = jobLogStatements(o.database.statements);
   }
 
   private readonly logs: JobLogStatements;
@@ -87,13 +116,13 @@ export class JobRunner {
       }
     }
     job.started = true;
-    job.startedAt = performance.now();
+    job.startedAt = this.clock.monotonic();
     if (this.events.wants('job.started')) {
       this.events.emit({ type: 'job.started', ...jobFields(row), waitMs: row.waited_ms + (job.startedAt - job.claimedAt) });
     }
-    let timer: NodeJS.Timeout | undefined;
+    let timer: Timer | undefined;
     if (def.timeoutMs !== undefined) {
-      timer = setTimeout(() => this.onTimeout(job, def), def.timeoutMs);
+      timer = this.clock.setTimeout(() => this.onTimeout(job, def), def.timeoutMs);
     }
     let result: unknown;
     let error: unknown;
@@ -108,7 +137,7 @@ export class JobRunner {
       threw = true;
       error = err;
     } finally {
-      clearTimeout(timer);
+      this.clock.clearTimeout(timer);
       handlerDone();
     }
     if (job.log) await this.writeLog(job);
@@ -149,7 +178,7 @@ export class JobRunner {
     this.active.remove(job);
     if (applied) {
       if (this.events.wants('job.completed')) {
-        this.events.emit({ type: 'job.completed', ...jobFields(row), durationMs: performance.now() - job.startedAt });
+        this.events.emit({ type: 'job.completed', ...jobFields(row), durationMs: this.clock.monotonic() - job.startedAt });
       }
     } else this.refused(job, 'complete');
   }
@@ -181,7 +210,7 @@ export class JobRunner {
       this.events.emit({
         type: 'job.failed',
         ...base,
-        durationMs: performance.now() - job.startedAt,
+        durationMs: this.clock.monotonic() - job.startedAt,
         error: outcome.error.message,
         willRetry: outcome.state === 'available',
         delayMs: outcome.delayMs,
