@@ -37,10 +37,10 @@ export function isKeyRace(err: unknown): boolean {
  * statement's snapshot is not seen by its EXISTS and fails it with a unique violation; the next
  * run sees that commit and releases the key. Bounded; the last error is thrown.
  */
-export async function runReleasingKeys<R>(db: Executor, stmt: Statement, values: unknown[]): Promise<R[]> {
+export async function runReleasingKeys<R, P extends readonly unknown[]>(db: Executor, stmt: Statement<R, P>, values: NoInfer<P>): Promise<R[]> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await run<R>(db, stmt, values);
+      return await run(db, stmt, values);
     } catch (err) {
       if (!isKeyRace(err) || attempt >= 5) throw err;
     }

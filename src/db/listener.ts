@@ -68,8 +68,10 @@ export class Listener extends BaseService {
     const proof = options.proof;
     if (proof) {
       this.proofer = new ListenerProof(proof.via, proof.timeoutMs, (proven, reason) => {
-        this.events.onProof?.(proven, reason);
+        // A proof is reported once the real channels are listened on, so "proven" means
+        // notifications wake this process (and wake-ups report `notify`) from that moment.
         if (proven && this.client) void this.listenChannels(this.client);
+        else if (!proven) this.events.onProof?.(false, reason);
       });
     }
   }
@@ -169,6 +171,7 @@ export class Listener extends BaseService {
     }
     if (this.client !== client || !this.live) return;
     this.listening = true;
+    this.events.onProof?.(true);
     this.events.onConnected();
   }
 

@@ -155,14 +155,17 @@ export class StatementSet {
     this.prepared = prepared instanceof PreparedStatements ? prepared : new PreparedStatements(prepared);
   }
 
-  /** A named statement; `text` receives the quoted schema to qualify table names with. */
-  named(name: string, text: (schema: string) => string): Statement {
+  /**
+   * A named statement; `text` receives the quoted schema to qualify table names with. `R` is the
+   * row it returns, `P` its parameters in order.
+   */
+  named<R = unknown, P extends readonly unknown[] = readonly unknown[]>(name: string, text: (schema: string) => string): Statement<R, P> {
     const body = text(this.q);
     return this.prepared.mode === false ? { text: body } : { name: `ns_${this.tag}_${name}`, text: body, prepared: this.prepared };
   }
 
   /** A statement run rarely (admin, maintenance): not prepared. */
-  plain(text: (schema: string) => string): Statement {
+  plain<R = unknown, P extends readonly unknown[] = readonly unknown[]>(text: (schema: string) => string): Statement<R, P> {
     return { text: text(this.q) };
   }
 }

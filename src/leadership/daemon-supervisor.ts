@@ -1,5 +1,4 @@
 import type { Database } from '../db/database.js';
-import { leaseAssert, leaseStatements, type LeaseStatements } from '../db/leases.js';
 import { FencedError, LeadershipLostError, NightshiftError } from '../errors.js';
 import type { Executor } from '../db/executor.js';
 import { sleep, type Clock, type Timer } from '../lifecycle/clock.js';
@@ -57,7 +56,6 @@ export function daemonLeaseName(name: string): string {
 export class DaemonSupervisor extends BaseService {
   readonly elector: LeaseElector;
   readonly leaseName: string;
-  private readonly st: LeaseStatements;
   private readonly shutdown = new AbortController();
   private runs: Promise<void> = Promise.resolve();
   private running = false;
@@ -71,7 +69,6 @@ export class DaemonSupervisor extends BaseService {
   ) {
     super({ name: daemonLeaseName(daemon.name), kind: 'daemon', logger: s.logger, clock: s.clock });
     this.leaseName = daemonLeaseName(daemon.name);
-    this.st = leaseStatements(s.database.statements);
     this.elector = new LeaseElector({
       database: s.database,
       name: this.leaseName,
@@ -190,17 +187,17 @@ export class DaemonSupervisor extends BaseService {
   private context(term: LeaderTerm, signal: AbortSignal): DaemonContext {
     const { database } = this.s;
     const leaseName = this.leaseName;
-    const fence = (tx: Parameters<DaemonContext['fence']>[0]) => leaseAssert(tx, this.st, leaseName, term.token);
+    const fence = (tx: Parameters<DaemonContext['fence']>[0]) => database.leases.assert({ tx, name: leaseName, token: term.token });
     return Object.freeze({
       name: this.daemon.name,
       leaseName,
       fencingToken: term.token,
       signal,
       log: this.s.logger.child({ daemon: this.daemon.name, fencingToken: term.token }),
-      db: guardedExecutor(database.pool.pool, term, leaseName),
+      db: guardedExecutor(database.executor, term, leaseName),
       fence,
       transaction: <T>(fn: (tx: Parameters<DaemonContext['fence']>[0]) => Promise<T>) =>
-        database.pool.transaction(async (tx) => {
+        database.transaction(async (tx) => {
           await fence(tx);
           return fn(tx);
         }),

@@ -1,4 +1,3 @@
-import { leaseAcquire, leaseRelease, leaseRenew, leaseStatements, type LeaseStatements } from '../db/leases.js';
 import { LeadershipLostError } from '../errors.js';
 import type { Clock, Timer } from '../lifecycle/clock.js';
 import { BaseService } from '../lifecycle/service.js';
@@ -32,7 +31,6 @@ type Why = 'lost' | 'expired' | 'released';
 export class LeaseElector extends BaseService implements LeaderLease {
   readonly holder: string;
   private readonly o: ResolvedElectorOptions;
-  private readonly st: LeaseStatements;
   private current: ActiveTerm | undefined;
   /** The token of our last term, so a renewal lost in flight does not lock us out until expiry. */
   private lastToken: string | undefined;
@@ -48,7 +46,6 @@ export class LeaseElector extends BaseService implements LeaderLease {
     super({ name: o.name, kind: 'elector', logger: o.logger, clock: o.clock });
     this.o = o;
     this.holder = this.o.holder;
-    this.st = leaseStatements(this.o.database.statements);
   }
 
   /** The current term, or undefined when this process is not the leader. */
@@ -102,7 +99,7 @@ export class LeaseElector extends BaseService implements LeaderLease {
     // it never touches a successor's term.
     if (this.lastToken !== undefined && this.releaseOnStop) {
       try {
-        await within(this.clock, leaseRelease(this.o.database.pool.pool, this.st, this.name, this.lastToken), bound);
+        await within(this.clock, this.o.database.leases.release({ name: this.name, token: this.lastToken }), bound);
       } catch (err) {
         this.log()?.warn({ err, lease: this.name }, 'lease release failed; it expires by itself');
       }
@@ -131,11 +128,11 @@ export class LeaseElector extends BaseService implements LeaderLease {
   private async acquireOnce(): Promise<number> {
     const sentAt = this.clock.monotonic();
     try {
-      const won = await leaseAcquire(this.o.database.pool.pool, this.st, this.name, this.holder, this.o.ttlMs, this.lastToken);
+      const won = await this.o.database.leases.acquire({ name: this.name, holder: this.holder, ttlMs: this.o.ttlMs, lastToken: this.lastToken });
       if (!won) return this.retryDelay();
       if (!this.live) {
         // stop() gave up waiting for this call (or came during the start): hand the lease straight back.
-        void leaseRelease(this.o.database.pool.pool, this.st, this.name, won.token).catch(() => undefined);
+        void this.o.database.leases.release({ name: this.name, token: won.token }).catch(() => undefined);
         return 0;
       }
       this.elect(won.token, sentAt);
@@ -150,7 +147,7 @@ export class LeaseElector extends BaseService implements LeaderLease {
   private async renewOnce(term: ActiveTerm): Promise<number> {
     const sentAt = this.clock.monotonic();
     try {
-      const renewed = await leaseRenew(this.o.database.pool.pool, this.st, this.name, term.token, this.o.ttlMs);
+      const renewed = await this.o.database.leases.renew({ name: this.name, token: term.token, ttlMs: this.o.ttlMs });
       // The term may have ended while the call was in flight (step-down by deadline, stop):
       // a late success never revives it; the next acquisition starts a new term instead.
       if (this.current !== term) return 0;

@@ -1,5 +1,4 @@
 import type { Database } from '../db/database.js';
-import { leaseList, leaseStatements } from '../db/leases.js';
 
 /** A lease as listings show it (`nightshift daemons`, the dashboard). */
 export interface LeaseInfo {
@@ -24,7 +23,7 @@ export interface LeaseInfo {
  * clock. With `prefix` (e.g. `'daemon:'`) only names starting with it.
  */
 export async function listLeases(database: Database, options: { prefix?: string } = {}): Promise<LeaseInfo[]> {
-  const rows = await leaseList(database.pool.pool, leaseStatements(database.statements), options.prefix);
+  const rows = await database.leases.list(options);
   return rows.map((r) => ({
     name: r.name,
     holder: r.holder,

@@ -243,15 +243,14 @@ export class Host extends BaseService {
   private makeListener(worker: Worker): Listener {
     const o = this.d.options;
     const { jobs, control } = this.d.database.channels;
-    const poolOptions = (this.d.database.pool.pool as unknown as { options?: Record<string, unknown> }).options;
     const url = o.listenDatabaseUrl ?? o.databaseUrl;
     return new Listener(
       {
-        ...(url ? { connectionString: url } : { clientConfig: poolOptions ?? {} }),
+        ...(url ? { connectionString: url } : { clientConfig: this.d.database.pool.clientConfig() }),
         channels: [jobs, control],
         // Sent through the pool, as every real notification is; on a channel of its own, so no
         // worker anywhere is woken by it.
-        proof: { via: this.d.database.pool.pool, timeoutMs: PROOF_TIMEOUT_MS },
+        proof: { via: this.d.database.executor, timeoutMs: PROOF_TIMEOUT_MS },
         healthCheckMs: 15_000,
         maxReconnectDelayMs: 5_000,
         applicationName: `nightshift:${o.owner}`,

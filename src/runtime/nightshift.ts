@@ -1,7 +1,6 @@
 import { Database } from '../db/database.js';
-import { assertMigrated, migrate, type MigrateResult } from '../db/migrator.js';
+import type { MigrateResult } from '../db/migrator.js';
 import { createPool, type PoolHandle } from '../db/pool.js';
-import { kindRegister, settingPayloadLimit } from '../db/queues.js';
 import type { Executor } from '../db/executor.js';
 import { StoppedError } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
@@ -18,14 +17,14 @@ import { ConfigError, MissingEnvError } from '../errors.js';
 import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
 import { listProcesses } from './process-registry.js';
 import { Host, type Wakeups } from './host.js';
-import { jobLogList, jobLogStatements, type JobLogLine } from '../db/job-logs.js';
+import type { JobLogLine } from '../db/job-logs.js';
 import { StreamClient } from '../streams/stream-client.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
 import type { StreamsDiagnosis } from '../streams/diagnose-streams.js';
 import { OpsServer } from './ops-server.js';
 import { NightshiftMetrics } from '../telemetry/metrics.js';
 import type { Registry } from 'prom-client';
-import { jobDepth, type DepthRow } from '../db/jobs-admin.js';
+import type { DepthRow } from '../db/jobs-admin.js';
 import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type ScheduleTickRecord, type TriggerResult } from '../schedules/schedule-admin.js';
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
 import { assertBudget, connectionBudget, poolSize, type BudgetReport } from './budget.js';
@@ -123,12 +122,12 @@ export class Nightshift extends JobAdmin {
 
   /** The shared pool, as an executor for your own queries. */
   get db(): Executor {
-    return this.pool.pool;
+    return this.database.executor;
   }
 
   /** Creates or upgrades the schema (safe to run from many replicas at once) and registers this client's kinds. */
   async migrate(): Promise<MigrateResult> {
-    const result = await migrate(this.pool, this.database.schema);
+    const result = await this.database.migrate();
     await this.register();
     return result;
   }
@@ -138,12 +137,12 @@ export class Nightshift extends JobAdmin {
    * rolled back when it throws. Pass `tx` as `{ db: tx }` to enqueue (or audit) inside it.
    */
   transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-    return this.pool.transaction(fn);
+    return this.database.transaction(fn);
   }
 
   /** Throws NS_NOT_MIGRATED (or NS_SCHEMA_TOO_NEW) unless the schema has exactly this version's migrations. */
   checkMigrated(): Promise<void> {
-    return assertMigrated(this.pool.pool, this.database.schema);
+    return this.database.checkMigrated();
   }
 
   /** Enqueues one job; resolves once it is committed (or part of your transaction with `{ db }`). */
@@ -185,9 +184,9 @@ export class Nightshift extends JobAdmin {
       const plan = this.planRoles();
       const missing = missingEnv(plan, process.env);
       if (missing.length) throw new MissingEnvError(missing);
-      await assertMigrated(this.pool.pool, this.database.schema);
+      await this.database.checkMigrated();
       if (o.budget) {
-        await assertBudget(this.pool.pool, {
+        await assertBudget(this.database, {
           pool: poolSize(o),
           listener: o.listen,
           replicas: o.budget.replicas ?? 1,
@@ -308,7 +307,7 @@ export class Nightshift extends JobAdmin {
 
   /** Connections one process of this shape (pool + listener) and `replicas` of them need, against the server. */
   connectionBudget(options: { replicas?: number } = {}): Promise<BudgetReport> {
-    return connectionBudget(this.pool.pool, { pool: poolSize(this.options), listener: this.options.listen, replicas: options.replicas ?? 1 });
+    return connectionBudget(this.database, { pool: poolSize(this.options), listener: this.options.listen, replicas: options.replicas ?? 1 });
   }
 
   /**
@@ -322,7 +321,7 @@ export class Nightshift extends JobAdmin {
     const depth = () => {
       // Scrapes from several Prometheus servers within a few seconds share one query.
       if (!cache || Date.now() - cache.at > 5_000) {
-        const rows = jobDepth(this.pool.pool, this.database.admin);
+        const rows = this.database.admin.depth();
         rows.catch(() => (cache = undefined));
         cache = { at: Date.now(), rows };
       }
@@ -370,7 +369,7 @@ export class Nightshift extends JobAdmin {
   /** What a job's handler logged with `ctx.log`, by attempt (bounded per attempt; deleted with the job). */
   async jobLogs(id: string, options: { limit?: number } = {}): Promise<JobLogLine[]> {
     await this.getJob(id);
-    return jobLogList(this.pool.pool, jobLogStatements(this.database.statements), id, Math.min(Math.max(1, options.limit ?? 1_000), 10_000));
+    return this.database.jobLogs.list({ jobId: id, limit: Math.min(Math.max(1, options.limit ?? 1_000), 10_000) });
   }
 
   /** Whether this client is started and not stopping: what `/readyz` reports. */
@@ -418,8 +417,8 @@ export class Nightshift extends JobAdmin {
   }
 
   private async register(): Promise<void> {
-    await kindRegister(this.pool.pool, this.database.queues, this.registry.kindRows());
-    await settingPayloadLimit(this.pool.pool, this.database.queues, this.options.maxPayloadBytes);
+    await this.database.queues.registerKinds(this.registry.kindRows());
+    await this.database.queues.setPayloadLimit(this.options.maxPayloadBytes);
   }
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Database } from '../db/database.js';
-import { processList, processRemove, processRemoveLapsed, processStatements, processUpsert, type ProcessRow } from '../db/processes.js';
+import type { ProcessRow } from '../db/processes.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import { nightshiftVersion } from './version.js';
@@ -41,7 +41,6 @@ export interface ProcessRegistryOptions extends ServiceOptions {
  */
 export class ProcessRegistry extends BaseService {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-  private readonly st;
   private readonly task: PeriodicTask;
   private readonly db: Database;
   private readonly roles: string[];
@@ -54,7 +53,6 @@ export class ProcessRegistry extends BaseService {
     this.roles = o.roles;
     this.info = o.info;
     this.heartbeatMs = o.heartbeatMs;
-    this.st = processStatements(o.database.statements);
     this.task = new PeriodicTask({ name: 'process heartbeat', intervalMs: o.heartbeatMs, task: () => this.beat(), onError: o.onError, jitter: 0.1, clock: this.clock });
   }
 
@@ -65,11 +63,11 @@ export class ProcessRegistry extends BaseService {
 
   protected async onStop(): Promise<void> {
     await this.task.stop();
-    await processRemove(this.db.pool.pool, this.st, this.id).catch(() => undefined);
+    await this.db.processes.remove(this.id).catch(() => undefined);
   }
 
   private async beat(): Promise<void> {
-    await processUpsert(this.db.pool.pool, this.st, {
+    await this.db.processes.upsert({
       id: this.id,
       host: hostname(),
       pid: process.pid,
@@ -77,11 +75,11 @@ export class ProcessRegistry extends BaseService {
       version: nightshiftVersion(),
       info: this.info(),
     });
-    await processRemoveLapsed(this.db.pool.pool, this.st, this.heartbeatMs * 3);
+    await this.db.processes.removeLapsed({ olderThanMs: this.heartbeatMs * 3 });
   }
 }
 
 /** Every registered process. */
 export function listProcesses(db: Database): Promise<ProcessRow[]> {
-  return processList(db.pool.pool, processStatements(db.statements));
+  return db.processes.list();
 }

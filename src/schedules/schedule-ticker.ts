@@ -1,19 +1,7 @@
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
 import type { JobState } from '../db/job-row.js';
-import {
-  scheduleAdvance,
-  scheduleLock,
-  scheduleOverview,
-  scheduleRegister,
-  scheduleStatements,
-  tickInsert,
-  tickOldestQueued,
-  tickPrune,
-  tickUpdate,
-  type ScheduleStatements,
-  type ScheduleStateRow,
-} from '../db/schedules.js';
+import type { ScheduleQueries, ScheduleStateRow } from '../db/schedules.js';
 import { ConfigError, DatabaseError, type Issue } from '../errors.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
@@ -89,7 +77,7 @@ function emptyReport(): TickerReport {
 export class ScheduleTicker extends BaseService {
   readonly events: EventBus;
   private readonly set: ScheduleSet;
-  private readonly st: ScheduleStatements;
+  private readonly st: ScheduleQueries;
   private readonly db: Database;
   private readonly enqueuer: Enqueuer;
   private readonly pollMs: number;
@@ -107,7 +95,7 @@ export class ScheduleTicker extends BaseService {
     this.db = options.database;
     this.enqueuer = options.enqueuer;
     this.set = new ScheduleSet(options.schedules, options.registry);
-    this.st = scheduleStatements(options.database.statements);
+    this.st = options.database.schedules;
     this.events = options.events ?? new EventBus();
     const issues: Issue[] = [];
     const int = (v: number | undefined, path: string, min: number, fallback: number) => {
@@ -149,7 +137,7 @@ export class ScheduleTicker extends BaseService {
    * change. `at` stands for "now" under a test clock (see {@link runOnce}).
    */
   async register(options: { at?: Date } = {}): Promise<void> {
-    await scheduleRegister(this.db.pool.pool, this.st, this.set.registrations(), options.at ?? null);
+    await this.st.register({ rows: this.set.registrations(), at: options.at ?? null });
     this.registered = true;
   }
 
@@ -166,7 +154,7 @@ export class ScheduleTicker extends BaseService {
     if (this.set.size === 0) return report;
     if (!this.registered) await this.register();
     const t0 = this.clock.wall();
-    const rows = await scheduleOverview(this.db.pool.pool, this.st, this.set.names());
+    const rows = await this.st.overview(this.set.names());
     const t1 = this.clock.wall();
     if (rows[0]) this.clockOffsetMs = rows[0].now.getTime() - (t0 + t1) / 2;
     const byName = new Map(rows.map((r) => [r.name, r]));
@@ -219,7 +207,7 @@ export class ScheduleTicker extends BaseService {
   async prune(): Promise<number> {
     let total = 0;
     for (;;) {
-      const n = await tickPrune(this.db.pool.pool, this.st, this.retentionMs, 1_000);
+      const n = await this.st.prune({ olderThanMs: this.retentionMs, limit: 1_000 });
       total += n;
       if (n < 1_000) return total;
     }
@@ -244,8 +232,8 @@ export class ScheduleTicker extends BaseService {
     const name = def.name;
     const local = emptyReport();
     const events: NightshiftEvent[] = [];
-    const result = await this.db.pool.transaction(async (tx) => {
-      const row = await scheduleLock(tx, this.st, name);
+    const result = await this.db.transaction(async (tx) => {
+      const row = await this.st.lock({ tx, name });
       if (!row) {
         local.busy++;
         return { more: false, last: null };
@@ -256,20 +244,20 @@ export class ScheduleTicker extends BaseService {
       let lastJobId: string | null = null;
 
       if (def.overlap === 'queue' && hasQueued && !inProgress) {
-        const at = await tickOldestQueued(tx, this.st, name);
+        const at = await this.st.tickOldestQueued({ tx, name });
         if (at) {
           const jobId = await this.fire(tx, entry, at, false, local, events);
           if (jobId) {
             inProgress = true;
             lastJobId = jobId;
-          } else hasQueued = (await tickOldestQueued(tx, this.st, name)) !== undefined;
+          } else hasQueued = (await this.st.tickOldestQueued({ tx, name })) !== undefined;
         }
       }
 
       const plan = planTicks(def, row.last_tick_at.getTime(), at ?? row.now.getTime(), this.batchSize);
       if (plan.skipped) {
         const at = new Date(plan.skipped.latest);
-        if (await tickInsert(tx, this.st, { schedule: name, at, outcome: 'skipped-catchup', missed: plan.skipped.count })) {
+        if (await this.st.tickInsert({ tx, tick: { schedule: name, at, outcome: 'skipped-catchup', missed: plan.skipped.count } })) {
           local.skipped.push({ schedule: name, at, reason: 'catch-up', missed: plan.skipped.count });
           events.push({ type: 'schedule.skipped', schedule: name, tickAt: at, reason: 'catch-up', missed: plan.skipped.count });
         } else local.duplicates++;
@@ -287,14 +275,14 @@ export class ScheduleTicker extends BaseService {
         const at = new Date(t);
         const late = i < plan.late;
         if (def.overlap === 'skip' && inProgress) {
-          if (await tickInsert(tx, this.st, { schedule: name, at, outcome: 'skipped-overlap' })) {
+          if (await this.st.tickInsert({ tx, tick: { schedule: name, at, outcome: 'skipped-overlap' } })) {
             local.skipped.push({ schedule: name, at, reason: 'overlap', missed: 1 });
             events.push({ type: 'schedule.skipped', schedule: name, tickAt: at, reason: 'overlap', missed: 1 });
           } else local.duplicates++;
           continue;
         }
         if (def.overlap === 'queue' && (inProgress || hasQueued)) {
-          if (await tickInsert(tx, this.st, { schedule: name, at, outcome: 'queued' })) {
+          if (await this.st.tickInsert({ tx, tick: { schedule: name, at, outcome: 'queued' } })) {
             hasQueued = true;
             local.queued.push({ schedule: name, at });
             events.push({ type: 'schedule.queued', schedule: name, tickAt: at });
@@ -302,7 +290,7 @@ export class ScheduleTicker extends BaseService {
           continue;
         }
         // The exactly-once step: only the transaction whose insert took the key enqueues.
-        if (!(await tickInsert(tx, this.st, { schedule: name, at, outcome: 'enqueued' }))) {
+        if (!(await this.st.tickInsert({ tx, tick: { schedule: name, at, outcome: 'enqueued' } }))) {
           local.duplicates++;
           continue;
         }
@@ -313,7 +301,7 @@ export class ScheduleTicker extends BaseService {
         }
       }
       if (plan.advanceTo !== null || lastJobId !== null) {
-        await scheduleAdvance(tx, this.st, name, plan.advanceTo === null ? null : new Date(plan.advanceTo), lastJobId);
+        await this.st.advance({ tx, name, lastTickAt: plan.advanceTo === null ? null : new Date(plan.advanceTo), lastJobId });
       }
       return { more: plan.more, last: plan.advanceTo };
     });
@@ -344,14 +332,14 @@ export class ScheduleTicker extends BaseService {
     const name = entry.def.name;
     try {
       const { id } = await enqueueTickJob(this.enqueuer, entry, tx, scheduleTick(entry.def, at, false));
-      await tickUpdate(tx, this.st, { schedule: name, at, outcome: 'enqueued', jobId: id, error: null });
+      await this.st.tickUpdate({ tx, tick: { schedule: name, at, outcome: 'enqueued', jobId: id, error: null } });
       local.fired.push({ schedule: name, at, jobId: id, late });
       events.push({ type: 'schedule.fired', schedule: name, tickAt: at, jobId: id, kind: entry.job.kind, manual: false, late });
       return id;
     } catch (err) {
       if (err instanceof DatabaseError) throw err;
       const error = (err instanceof Error ? err.message : String(err)).slice(0, 2_000);
-      await tickUpdate(tx, this.st, { schedule: name, at, outcome: 'failed', jobId: null, error });
+      await this.st.tickUpdate({ tx, tick: { schedule: name, at, outcome: 'failed', jobId: null, error } });
       local.failed.push({ schedule: name, at, error });
       events.push({ type: 'schedule.failed', schedule: name, tickAt: at, error });
       return null;

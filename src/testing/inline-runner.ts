@@ -1,6 +1,5 @@
-import { jobGet } from '../db/jobs-admin.js';
 import type { JobRecord, JobState } from '../db/job-row.js';
-import { jobHeartbeat, type ClaimedRow } from '../db/jobs-run.js';
+import type { ClaimedRow } from '../db/jobs-run.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import { isJobControl, type Discard, type Hold, type RetryAfter } from '../jobs/job-control.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
@@ -114,7 +113,7 @@ export class InlineRunner {
   }
 
   private async outcome(row: ClaimedRow): Promise<JobOutcome> {
-    const job = await jobGet(this.kit.database.pool.pool, this.kit.database.admin, row.id);
+    const job = await this.kit.database.admin.get(row.id);
     if (!job) throw new Error(`job ${row.id} is gone: it was deleted while it ran`);
     const lost = job.leaseToken !== row.lease_token && (job.state === 'running' || job.state === 'available');
     if (job.state === 'running' && !lost) {
@@ -154,7 +153,7 @@ export class InlineRunner {
     const jobs = this.active.all();
     if (jobs.length === 0) return;
     const db = this.kit.database;
-    const held = await jobHeartbeat(db.pool.pool, db.run, jobs.map((j) => j.row.id), jobs.map((j) => j.row.lease_token), this.kit.ns.options.leaseMs);
+    const held = await db.jobs.heartbeat({ ids: jobs.map((j) => j.row.id), tokens: jobs.map((j) => j.row.lease_token), leaseMs: this.kit.ns.options.leaseMs });
     for (const j of jobs) if (!held.has(j.row.lease_token)) this.runner.leaseLost(j, 'heartbeat found the lease taken (cancelled or rescued)');
   }
 }

@@ -1,6 +1,5 @@
 import { Database } from '../db/database.js';
 import { createPool, type PgPool, type PoolHandle } from '../db/pool.js';
-import { testJobStatements, type TestJobStatements } from '../db/test-jobs.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import { Enqueuer } from '../jobs/enqueuer.js';
 import { JobRegistry } from '../jobs/job-registry.js';
@@ -18,7 +17,6 @@ export interface TestKit {
   readonly database: Database;
   readonly registry: JobRegistry;
   readonly enqueuer: Enqueuer;
-  readonly st: TestJobStatements;
   /** Settles enqueues made through the kit and lets go of the pool (which stays the client's). */
   close(): Promise<void>;
 }
@@ -48,7 +46,6 @@ export function testKit(ns: Nightshift, options: { jobs?: readonly JobDefinition
     database,
     registry,
     enqueuer,
-    st: testJobStatements(database.statements),
     async close() {
       await enqueuer.drain();
       await handle.close();

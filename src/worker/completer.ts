@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.js';
-import { jobComplete, jobMarkStarted, type StartMarks } from '../db/jobs-run.js';
+import type { StartMarks } from '../db/jobs-run.js';
 import { sleep, systemClock, type Clock, type Timer } from '../lifecycle/clock.js';
 
 /** What a completer is built from. */
@@ -132,7 +132,7 @@ export class Completer {
     const marks = this.takeMarks();
     if (!marks) return;
     try {
-      await jobMarkStarted(this.db.pool.pool, this.db.run, marks);
+      await this.db.jobs.markStarted(marks);
     } catch (err) {
       // Best effort: without the mark, a crash gives the attempt back (the job may run once more).
       this.onError(err);
@@ -143,14 +143,12 @@ export class Completer {
     const deadline = this.clock.monotonic() + this.retryForMs;
     for (let attempt = 0; ; attempt++) {
       try {
-        const applied = await jobComplete(
-          this.db.pool.pool,
-          this.db.run,
-          batch.map((p) => p.id),
-          batch.map((p) => p.token),
-          this.remove,
+        const applied = await this.db.jobs.complete({
+          ids: batch.map((p) => p.id),
+          tokens: batch.map((p) => p.token),
+          remove: this.remove,
           marks,
-        );
+        });
         for (const p of batch) p.resolve(applied.has(p.token));
         return;
       } catch (err) {

@@ -1,5 +1,4 @@
 import type { Database } from '../db/database.js';
-import { jobFail } from '../db/jobs-run.js';
 import { JobTimeoutError, LeaseLostError } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
@@ -15,7 +14,6 @@ import { RunContext, traceIdOf, type RunContextShared } from './run-context.js';
 import type { ClaimedRow } from '../db/jobs-run.js';
 import type { JobEventFields } from '../telemetry/events.js';
 import type { StartMarks } from './start-marks.js';
-import { jobLogInsert, jobLogStatements, type JobLogStatements } from '../db/job-logs.js';
 import { endConsumerSpan, startConsumerSpan, withContext } from '../telemetry/tracing.js';
 import { DEFAULT_REDACT } from '../telemetry/logger.js';
 import { systemClock, type Clock, type Timer } from '../lifecycle/clock.js';
@@ -81,10 +79,7 @@ export class JobRunner {
       leaseLost: (job, why) => this.leaseLost(job, why),
       onError: (where, err) => this.events.emit(workerError(where, err)),
     };
-    this.logs = jobLogStatements(o.database.statements);
   }
-
-  private readonly logs: JobLogStatements;
 
   /** Called when an attempt was written back for a retry after `delayMs`, so the worker can claim it then. */
   onRetry: ((queue: string, delayMs: number) => void) | undefined = undefined;
@@ -166,7 +161,7 @@ export class JobRunner {
     const lines = job.log!.take();
     job.log = undefined;
     try {
-      await jobLogInsert(this.db.pool.pool, this.logs, job.row.id, job.row.attempt, lines);
+      await this.db.jobLogs.insert({ jobId: job.row.id, attempt: job.row.attempt, lines });
     } catch (err) {
       this.events.emit(workerError('job log', err));
     }
@@ -189,7 +184,7 @@ export class JobRunner {
     const outcome = decideFailure(def, row.attempt, row.max_attempts, err, kind);
     let applied = false;
     try {
-      applied = await jobFail(this.db.pool.pool, this.db.run, row.id, row.lease_token, outcome);
+      applied = await this.db.jobs.fail({ id: row.id, token: row.lease_token, outcome });
     } catch (writeErr) {
       // The lease lapses and the rescuer takes the job back; nothing is lost.
       this.events.emit(workerError('record failure', writeErr));

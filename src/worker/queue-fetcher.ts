@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.js';
-import { jobClaim, type ClaimedRow } from '../db/jobs-run.js';
+import type { ClaimedRow } from '../db/jobs-run.js';
 import type { Timer } from '../lifecycle/clock.js';
 import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import type { ActiveJob } from './active-jobs.js';
@@ -265,7 +265,7 @@ export class QueueFetcher extends BaseService {
       }
       let rows: ClaimedRow[];
       try {
-        rows = await jobClaim(this.db.pool.pool, this.db.run, this.o.queue, this.o.kinds, n, now, this.o.owner, this.o.leaseMs);
+        rows = await this.db.jobs.claim({ queue: this.o.queue, kinds: this.o.kinds, limit: n, startNow: now, owner: this.o.owner, leaseMs: this.o.leaseMs });
       } catch (err) {
         this.giveBack(now);
         this.host.onError(err);

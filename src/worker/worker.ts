@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.js';
-import { jobExpireHeld, jobHeartbeat, jobRelease, type ClaimedRow } from '../db/jobs-run.js';
+import type { ClaimedRow } from '../db/jobs-run.js';
 import { JobCancelledError, ShutdownError } from '../errors.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
@@ -310,7 +310,7 @@ export class Worker extends BaseService {
   private async expireHeld(job: ActiveJob): Promise<void> {
     job.finished = true;
     try {
-      const applied = await jobExpireHeld(this.db.pool.pool, this.db.run, job.row.id, job.row.lease_token);
+      const applied = await this.db.jobs.expireHeld({ id: job.row.id, token: job.row.lease_token });
       if (applied) this.expired(job.row);
     } catch (err) {
       // Not written: the lease lapses and the rescuer returns the job; expiry then catches it.
@@ -329,16 +329,13 @@ export class Worker extends BaseService {
     for (const j of jobs) j.finished = true;
     const at = new Date(this.clock.wall()).toISOString();
     try {
-      const rows = await jobRelease(
-        this.db.pool.pool,
-        this.db.run,
+      const rows = await this.db.jobs.release(
         jobs.map((j) => ({
           id: j.row.id,
           token: j.row.lease_token,
           started: j.started,
           error: { attempt: j.row.attempt, at, kind: 'shutdown', message: `interrupted by shutdown of ${this.settings.owner}` },
         })),
-        this.db.channels.jobs,
       );
       const state = new Map(rows.map((r) => [r.id, r.state]));
       for (const j of jobs) {
@@ -356,13 +353,11 @@ export class Worker extends BaseService {
   private async renewLeases(): Promise<void> {
     const jobs = this.active.all();
     if (jobs.length === 0) return;
-    const held = await jobHeartbeat(
-      this.db.pool.pool,
-      this.db.run,
-      jobs.map((j) => j.row.id),
-      jobs.map((j) => j.row.lease_token),
-      this.settings.leaseMs,
-    );
+    const held = await this.db.jobs.heartbeat({
+      ids: jobs.map((j) => j.row.id),
+      tokens: jobs.map((j) => j.row.lease_token),
+      leaseMs: this.settings.leaseMs,
+    });
     for (const j of jobs) {
       if (!held.has(j.row.lease_token) && this.active.get(j.row.id) === j) {
         this.runner.leaseLost(j, 'heartbeat found the lease taken (expired and rescued, or cancelled)');
