@@ -4,9 +4,12 @@ import type { JobDefinition } from '../jobs/define-job.js';
 import { isJobControl, type Discard, type Hold, type RetryAfter } from '../jobs/job-control.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { DEFAULT_REDACT } from '../telemetry/logger.js';
+import { workerError } from '../telemetry/events.js';
+import { systemClock } from '../lifecycle/clock.js';
 import { ActiveJobs } from '../worker/active-jobs.js';
 import { Completer } from '../worker/completer.js';
 import { JobRunner } from '../worker/job-runner.js';
+import { Outcomes } from '../worker/outcomes.js';
 import { StartMarks } from '../worker/start-marks.js';
 import type { Nightshift } from '../runtime/nightshift.js';
 import { testKit, type TestKit } from './test-kit.js';
@@ -70,11 +73,23 @@ export class InlineRunner {
     const db = this.kit.database;
     // Completed jobs are kept (never deleted on completion, whatever the retention) so the outcome can be read.
     this.completer = new Completer({ database: db, maxBatch: 1_000, retryForMs: Math.max(1_000, o.leaseMs - o.heartbeatMs), onError, remove: false });
+    const outcomes = new Outcomes({
+      database: db,
+      active: this.active,
+      completer: this.completer,
+      events: ns.events,
+      logger: ns.logger,
+      owner: this.owner,
+      clock: systemClock,
+      onError: (where, err) => {
+        this.writeErrors.push(err);
+        ns.events.emit(workerError(where, err));
+      },
+    });
     this.runner = new JobRunner({
       database: db,
       registry: this.kit.registry,
-      active: this.active,
-      completer: this.completer,
+      outcomes,
       enqueuer: this.kit.enqueuer,
       events: ns.events,
       logger: ns.logger,

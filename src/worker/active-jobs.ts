@@ -2,6 +2,7 @@ import type { ClaimedRow } from '../db/jobs-run.js';
 import { systemClock, type Clock } from '../lifecycle/clock.js';
 import type { JobLog } from './job-log.js';
 import type { JobProgress } from './job-progress.js';
+import type { EndCause } from './outcomes.js';
 
 /** Why a running job's signal was aborted. */
 export type AbortCause = 'timeout' | 'cancelled' | 'lease-lost' | 'shutdown';
@@ -10,9 +11,9 @@ export type AbortCause = 'timeout' | 'cancelled' | 'lease-lost' | 'shutdown';
 export class ActiveJob {
   /** The handler was called. */
   started = false;
-  /** The outcome is decided (and being or already written): a late handler result is ignored. */
-  finished = false;
+  /** Why the handler's signal was aborted, if it was. */
   cause: AbortCause | undefined = undefined;
+  private ended: EndCause | undefined = undefined;
   /** The monotonic clock's time when the handler started. */
   startedAt = 0;
   /**
@@ -42,18 +43,45 @@ export class ActiveJob {
     return (this.controller_ ??= new AbortController());
   }
 
+  /** The outcome is decided (and being or already written): a late handler result is ignored. */
+  get finished(): boolean {
+    return this.ended !== undefined;
+  }
+
+  /** How the job's end was decided, once it was. */
+  get end(): EndCause | undefined {
+    return this.ended;
+  }
+
   /**
-   * Decides the job's end without its handler (timeout, cancel, lost lease, shutdown): a late
-   * result is ignored from now on, and the handler's signal aborts with `reason`. Returns false
-   * when the end was already decided.
+   * Records that the job's end is decided, by `cause`; false when it already was (the first cause
+   * wins). Only the outcome writer (Outcomes) calls it: it is where an end is decided and written.
    */
-  abort(cause: AbortCause, reason: unknown): boolean {
-    if (this.finished) return false;
-    this.finished = true;
+  settle(cause: EndCause): boolean {
+    if (this.ended !== undefined) return false;
+    this.ended = cause;
+    return true;
+  }
+
+  /**
+   * Aborts the handler's signal with `reason`; for a job whose end was decided without its
+   * handler (timeout, cancel, lost lease), the worker's `onAbort` then starts the handler's grace.
+   */
+  abortSignal(cause: Exclude<AbortCause, 'shutdown'>, reason: unknown): void {
     this.cause = cause;
     this.controller.abort(reason);
     this.onAbort?.();
-    return true;
+  }
+
+  /**
+   * Shutdown, past its grace period: the handler's signal aborts with `reason`, but nothing is
+   * decided — a handler that returns now still has its result written; one that does not is
+   * handed back.
+   */
+  interrupt(reason: unknown): void {
+    if (this.finished) return;
+    this.cause = 'shutdown';
+    this.controller.abort(reason);
   }
 }
 

@@ -1,22 +1,18 @@
 import type { Database } from '../db/database.js';
-import { JobTimeoutError, LeaseLostError } from '../errors.js';
+import { JobTimeoutError } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
-import { decideFailure } from '../jobs/failure-policy.js';
 import { isJobControl } from '../jobs/job-control.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import { parsePayload } from '../jobs/payload.js';
-import { workerError, type EventBus } from '../telemetry/events.js';
-import type { Logger } from '../telemetry/logger.js';
-import type { ActiveJob, ActiveJobs } from './active-jobs.js';
-import type { Completer } from './completer.js';
-import { RunContext, traceIdOf, type RunContextShared } from './run-context.js';
-import type { ClaimedRow } from '../db/jobs-run.js';
-import type { JobEventFields } from '../telemetry/events.js';
-import type { StartMarks } from './start-marks.js';
-import { endConsumerSpan, startConsumerSpan, withContext } from '../telemetry/tracing.js';
-import { DEFAULT_REDACT } from '../telemetry/logger.js';
 import { systemClock, type Clock, type Timer } from '../lifecycle/clock.js';
+import { workerError, type EventBus } from '../telemetry/events.js';
+import { DEFAULT_REDACT, type Logger } from '../telemetry/logger.js';
+import { endConsumerSpan, startConsumerSpan, withContext } from '../telemetry/tracing.js';
+import type { ActiveJob } from './active-jobs.js';
+import { jobFields, type Outcomes } from './outcomes.js';
+import { RunContext, type RunContextShared } from './run-context.js';
+import type { StartMarks } from './start-marks.js';
 
 /** What became of a run, for the worker's bookkeeping. */
 export type RunEnd = 'recorded' | 'interrupted';
@@ -25,9 +21,8 @@ export type RunEnd = 'recorded' | 'interrupted';
 export interface JobRunnerOptions {
   database: Database;
   registry: JobRegistry;
-  /** The leases the process holds: a job leaves it once its outcome is written. */
-  active: ActiveJobs;
-  completer: Completer;
+  /** Where every job's end is decided and written. */
+  outcomes: Outcomes;
   /** What handlers' `ctx.enqueue` uses. */
   enqueuer: Enqueuer;
   events: EventBus;
@@ -45,17 +40,16 @@ export interface JobRunnerOptions {
 
 /**
  * Runs one claimed job: validates its payload, calls the handler with its context under the
- * timeout, and writes the outcome fenced by the lease token. A job whose outcome was already
- * decided elsewhere (timeout, cancel, lost lease) has its late result ignored; a job interrupted by
- * shutdown is left for the worker to hand back.
+ * timeout, and hands what came of it to the outcome writer ({@link Outcomes}), which writes it
+ * fenced by the lease token. A job whose outcome was already decided elsewhere (timeout, cancel,
+ * lost lease) has its late result ignored; a job interrupted by shutdown is left for the worker
+ * to hand back.
  */
 export class JobRunner {
   private readonly db: Database;
   private readonly registry: JobRegistry;
-  private readonly active: ActiveJobs;
-  private readonly completer: Completer;
+  private readonly outcomes: Outcomes;
   private readonly events: EventBus;
-  private readonly logger: Logger;
   private readonly marks: StartMarks;
   private readonly errorMessages: boolean;
   private readonly clock: Clock;
@@ -63,10 +57,8 @@ export class JobRunner {
   constructor(o: JobRunnerOptions) {
     this.db = o.database;
     this.registry = o.registry;
-    this.active = o.active;
-    this.completer = o.completer;
+    this.outcomes = o.outcomes;
     this.events = o.events;
-    this.logger = o.logger;
     this.marks = o.marks;
     this.errorMessages = o.errorMessages ?? false;
     this.clock = o.clock ?? systemClock;
@@ -80,9 +72,6 @@ export class JobRunner {
       onError: (where, err) => this.events.emit(workerError(where, err)),
     };
   }
-
-  /** Called when an attempt was written back for a retry after `delayMs`, so the worker can claim it then. */
-  onRetry: ((queue: string, delayMs: number) => void) | undefined = undefined;
 
   private readonly shared: RunContextShared;
 
@@ -104,9 +93,7 @@ export class JobRunner {
       if (mark !== 'started') {
         handlerDone();
         if (mark === 'failed') return 'interrupted'; // handed back unrun
-        job.finished = true;
-        this.active.remove(job);
-        this.refused(job, 'start');
+        await this.outcomes.finish(job, { cause: 'start-refused' });
         return 'recorded';
       }
     }
@@ -145,12 +132,11 @@ export class JobRunner {
       endConsumerSpan(trace.span, 'interrupted', threw ? error : undefined, this.errorMessages);
       return 'interrupted';
     }
-    job.finished = true;
     if (threw || isJobControl(result)) {
-      const outcome = await this.fail(job, def, threw ? error : result, 'error');
+      const outcome = await this.outcomes.finish(job, { cause: 'failed', def, error: threw ? error : result });
       endConsumerSpan(trace.span, outcome, threw && !isJobControl(error) ? error : undefined, this.errorMessages);
     } else {
-      await this.complete(job);
+      await this.outcomes.finish(job, { cause: 'completed' });
       endConsumerSpan(trace.span, 'completed');
     }
     return 'recorded';
@@ -167,84 +153,12 @@ export class JobRunner {
     }
   }
 
-  private async complete(job: ActiveJob): Promise<void> {
-    const row = job.row;
-    const applied = await this.completer.complete(row.id, row.lease_token);
-    this.active.remove(job);
-    if (applied) {
-      if (this.events.wants('job.completed')) {
-        this.events.emit({ type: 'job.completed', ...jobFields(row), durationMs: this.clock.monotonic() - job.startedAt });
-      }
-    } else this.refused(job, 'complete');
-  }
-
-  /** Writes a failed attempt (handler errors and timeouts); returns the state it led to. */
-  private async fail(job: ActiveJob, def: JobDefinition, err: unknown, kind: 'error' | 'timeout'): Promise<string> {
-    const row = job.row;
-    const outcome = decideFailure(def, row.attempt, row.max_attempts, err, kind);
-    let applied = false;
-    try {
-      applied = await this.db.jobs.fail({ id: row.id, token: row.lease_token, outcome });
-    } catch (writeErr) {
-      // The lease lapses and the rescuer takes the job back; nothing is lost.
-      this.events.emit(workerError('record failure', writeErr));
-      this.active.remove(job);
-      return 'unrecorded';
-    }
-    this.active.remove(job);
-    if (!applied) {
-      this.refused(job, 'fail');
-      return 'refused';
-    }
-    const state = outcome.state === 'available' ? 'retry' : outcome.state;
-    if (outcome.state === 'available') this.onRetry?.(row.queue, outcome.delayMs);
-    if (!this.events.active) return state;
-    const base = jobFields(row);
-    if (outcome.state === 'held') this.events.emit({ type: 'job.held', ...base, reason: outcome.reason ?? '' });
-    else {
-      this.events.emit({
-        type: 'job.failed',
-        ...base,
-        durationMs: this.clock.monotonic() - job.startedAt,
-        error: outcome.error.message,
-        willRetry: outcome.state === 'available',
-        delayMs: outcome.delayMs,
-      });
-      if (outcome.state === 'available') this.events.emit({ type: 'job.retried', ...base, delayMs: outcome.delayMs });
-      if (outcome.state === 'discarded') this.events.emit({ type: 'job.discarded', ...base, reason: outcome.reason ?? '' });
-    }
-    return state;
-  }
-
   private onTimeout(job: ActiveJob, def: JobDefinition): void {
-    const err = new JobTimeoutError(def.timeoutMs ?? 0);
-    if (job.abort('timeout', err)) void this.fail(job, def, err, 'timeout');
+    void this.outcomes.finish(job, { cause: 'timeout', def, error: new JobTimeoutError(def.timeoutMs ?? 0) });
   }
 
-  private refused(job: ActiveJob, operation: string): void {
-    const row = job.row;
-    // A cancelled job or one whose lease was lost is expected to refuse the late write.
-    if (job.cause === 'cancelled') return;
-    this.logger.warn(
-      { jobId: row.id, kind: row.kind, token: row.lease_token, operation },
-      'write refused: the lease token is stale (the job was rescued, cancelled or re-claimed); result dropped',
-    );
-    if (this.events.active) {
-      this.events.emit({ type: 'job.refused', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, operation, token: row.lease_token });
-    }
-  }
-
-  /** Marks a job as lost (heartbeat found its lease gone) and aborts its handler. */
+  /** Marks a job as lost (a heartbeat found its lease gone) and aborts its handler. */
   leaseLost(job: ActiveJob, why: string): void {
-    if (!job.abort('lease-lost', new LeaseLostError(job.row.id, why))) return;
-    this.active.remove(job);
-    const row = job.row;
-    if (this.events.active) this.events.emit({ type: 'job.lease-lost', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, why });
+    void this.outcomes.finish(job, { cause: 'lease-lost', why });
   }
-}
-
-/** The fields of a job's events: its ids, and its trace id when it carries one (so log lines join the trace). */
-function jobFields(row: ClaimedRow): JobEventFields {
-  const traceId = traceIdOf(row.trace_context);
-  return { jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, ...(traceId ? { traceId } : {}) };
 }

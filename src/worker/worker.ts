@@ -1,6 +1,5 @@
 import type { Database } from '../db/database.js';
-import type { ClaimedRow } from '../db/jobs-run.js';
-import { JobCancelledError, ShutdownError } from '../errors.js';
+import { ShutdownError } from '../errors.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import type { Timer } from '../lifecycle/clock.js';
@@ -11,6 +10,7 @@ import { DEFAULT_REDACT, type Logger } from '../telemetry/logger.js';
 import { ActiveJobs, type ActiveJob } from './active-jobs.js';
 import { Completer } from './completer.js';
 import { JobRunner } from './job-runner.js';
+import { Outcomes } from './outcomes.js';
 import { QueueFetcher } from './queue-fetcher.js';
 import { Slots } from './slots.js';
 import { StartMarks } from './start-marks.js';
@@ -61,6 +61,7 @@ export class Worker extends BaseService {
   private readonly fetchers = new Map<string, QueueFetcher>();
   private readonly completer: Completer;
   private readonly runner: JobRunner;
+  private readonly outcomes: Outcomes;
   private readonly heartbeat: PeriodicTask;
   /** Jobs whose handler was dispatched, until their outcome is written. */
   private readonly runs = new Map<ActiveJob, Promise<void>>();
@@ -93,11 +94,21 @@ export class Worker extends BaseService {
       remove: settings.deleteCompleted,
       clock: this.clock,
     });
+    this.outcomes = new Outcomes({
+      database: db,
+      active: this.active,
+      completer: this.completer,
+      events,
+      logger,
+      owner: settings.owner,
+      clock: this.clock,
+      onError: (where, err) => this.reportError(where, err),
+      onRetry: (queue, delayMs) => this.retryIn(queue, delayMs),
+    });
     this.runner = new JobRunner({
       database: db,
       registry,
-      active: this.active,
-      completer: this.completer,
+      outcomes: this.outcomes,
       enqueuer,
       events,
       logger,
@@ -107,7 +118,6 @@ export class Worker extends BaseService {
       errorMessages: settings.errorMessages ?? false,
       clock: this.clock,
     });
-    this.runner.onRetry = (queue, delayMs) => this.retryIn(queue, delayMs);
     this.heartbeat = new PeriodicTask({
       name: `heartbeat ${settings.owner}`,
       intervalMs: settings.heartbeatMs,
@@ -134,8 +144,8 @@ export class Worker extends BaseService {
           hold: (row) => this.active.add(row),
           start: (job, fromHeld) => this.dispatch(job, local, fromHeld),
           slotsFreed: () => this.pump(),
-          expired: (row) => this.expired(row),
-          expireHeld: (job) => void this.expireHeld(job),
+          expired: (row) => this.outcomes.expiredAtClaim(row),
+          expireHeld: (job) => void this.outcomes.finish(job, { cause: 'expired' }),
           room: () => this.maxHeld - this.active.size,
           onError: onError(`claim ${queue}`),
           onClaimed: (q, asked, count) => {
@@ -186,11 +196,7 @@ export class Worker extends BaseService {
   /** A job this worker holds was cancelled: abort its handler. */
   cancelled(id: string): void {
     const job = this.active.get(id);
-    if (!job || !job.abort('cancelled', new JobCancelledError(id))) return;
-    this.active.remove(job);
-    const r = job.row;
-    // The process that cancelled emitted job.cancelled; here the holder lets go of it.
-    this.events.emit({ type: 'job.lease-lost', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, why: 'cancelled' });
+    if (job) void this.outcomes.finish(job, { cause: 'cancelled' });
   }
 
   /**
@@ -203,15 +209,11 @@ export class Worker extends BaseService {
     await Promise.all([...this.fetchers.values()].map((f) => f.stop()));
     if (!(await this.settle(this.settings.shutdownGraceMs))) {
       const reason = new ShutdownError(this.settings.shutdownGraceMs);
-      for (const job of this.active.all()) {
-        if (job.finished) continue;
-        job.cause = 'shutdown';
-        job.controller.abort(reason);
-      }
+      for (const job of this.active.all()) job.interrupt(reason);
       await this.settle(this.settings.abortGraceMs);
     }
     await this.completer.drain();
-    await this.handBack(this.active.all().filter((j) => !j.finished));
+    await this.outcomes.handBack(this.active.all());
     await this.heartbeat.stop();
     this.events.emit({ type: 'worker.stopped', owner: this.settings.owner });
   }
@@ -267,13 +269,9 @@ export class Worker extends BaseService {
       }, this.settings.abortGraceMs, { unref: true });
     };
     try {
-      if ((await this.runner.run(job, free)) === 'interrupted') await this.handBack([job]);
+      if ((await this.runner.run(job, free)) === 'interrupted') await this.outcomes.handBack([job]);
     } catch (err) {
-      this.reportError('run', err);
-      // The outcome could not be written: stop renewing the lease, so it lapses and the rescuer
-      // takes the job back, rather than holding it while this process lives.
-      job.finished = true;
-      this.active.remove(job);
+      this.outcomes.unrecorded(job, err);
     } finally {
       job.onAbort = undefined;
       if (stuck) this.stuck--;
@@ -304,50 +302,6 @@ export class Worker extends BaseService {
   /** A job of `queue` was written back for a retry in `delayMs`: claim it then, not at the next poll. */
   retryIn(queue: string, delayMs: number): void {
     this.fetchers.get(queue)?.wakeIn(delayMs);
-  }
-
-  /** A held job's deadline passed before a slot freed: expire it (fenced) instead of running it. */
-  private async expireHeld(job: ActiveJob): Promise<void> {
-    job.finished = true;
-    try {
-      const applied = await this.db.jobs.expireHeld({ id: job.row.id, token: job.row.lease_token });
-      if (applied) this.expired(job.row);
-    } catch (err) {
-      // Not written: the lease lapses and the rescuer returns the job; expiry then catches it.
-      this.reportError('expire', err);
-    } finally {
-      this.active.remove(job);
-    }
-  }
-
-  private expired(row: ClaimedRow): void {
-    this.events.emit({ type: 'job.expired', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt });
-  }
-
-  private async handBack(jobs: ActiveJob[]): Promise<void> {
-    if (jobs.length === 0) return;
-    for (const j of jobs) j.finished = true;
-    const at = new Date(this.clock.wall()).toISOString();
-    try {
-      const rows = await this.db.jobs.release(
-        jobs.map((j) => ({
-          id: j.row.id,
-          token: j.row.lease_token,
-          started: j.started,
-          error: { attempt: j.row.attempt, at, kind: 'shutdown', message: `interrupted by shutdown of ${this.settings.owner}` },
-        })),
-      );
-      const state = new Map(rows.map((r) => [r.id, r.state]));
-      for (const j of jobs) {
-        this.active.remove(j);
-        const s = state.get(j.row.id);
-        if (s) this.events.emit({ type: 'job.released', jobId: j.row.id, kind: j.row.kind, queue: j.row.queue, attempt: j.row.attempt, state: s });
-      }
-    } catch (err) {
-      // Not handed back: the leases lapse and the rescuer takes the jobs within leaseMs.
-      this.reportError('release', err);
-      for (const j of jobs) this.active.remove(j);
-    }
   }
 
   private async renewLeases(): Promise<void> {
