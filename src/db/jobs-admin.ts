@@ -143,8 +143,8 @@ export interface ChangedRow extends JobRow {
   old_state: JobState;
 }
 
-/** Counts per queue, kind and state. */
-export interface StatsRow {
+/** Counts per queue, kind and state, as stored. */
+interface StatsRow {
   queue: string;
   kind: string;
   state: JobState;
@@ -152,12 +152,31 @@ export interface StatsRow {
   oldest_available: Date | null;
 }
 
-/** Unfinished jobs per queue and state, with the oldest runnable job's age. */
-export interface DepthRow {
+/** Job counts per queue, kind and state, as `stats()` and `nightshift stats` show them. */
+export interface StatsRecord {
+  queue: string;
+  kind: string;
+  state: JobState;
+  count: number;
+  /** When the job of this queue and kind waiting longest became due (available jobs only), or null. */
+  oldestAvailable: Date | null;
+}
+
+/** Unfinished jobs per queue and state, as stored. */
+interface DepthRow {
   queue: string;
   state: string;
   count: number;
   oldest_available_seconds: number | null;
+}
+
+/** Unfinished jobs per queue and state (`scheduled` for available jobs due later), for the metrics. */
+export interface QueueDepth {
+  queue: string;
+  state: string;
+  count: number;
+  /** How long the job waiting longest has been due, in seconds; null when none is due. */
+  oldestAvailableSeconds: number | null;
 }
 
 /** Who does an admin action and why. */
@@ -225,12 +244,14 @@ export class JobAdminQueries {
   }
 
   /** Job counts per queue, kind and state, with the oldest runnable job's time. */
-  stats(): Promise<StatsRow[]> {
-    return run(this.pool, this.st.stats, []);
+  async stats(): Promise<StatsRecord[]> {
+    const rows = await run(this.pool, this.st.stats, []);
+    return rows.map((r) => ({ queue: r.queue, kind: r.kind, state: r.state, count: r.count, oldestAvailable: r.oldest_available }));
   }
 
   /** Unfinished jobs per queue and state (cheap: served by the partial indexes). */
-  depth(): Promise<DepthRow[]> {
-    return run(this.pool, this.st.depth, []);
+  async depth(): Promise<QueueDepth[]> {
+    const rows = await run(this.pool, this.st.depth, []);
+    return rows.map((r) => ({ queue: r.queue, state: r.state, count: r.count, oldestAvailableSeconds: r.oldest_available_seconds }));
   }
 }

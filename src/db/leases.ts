@@ -2,7 +2,7 @@ import { run, runCount, type Executor } from './executor.js';
 import type { StatementSet } from './statements.js';
 
 /** A lease as stored: who holds a name, under which fencing token, until when (database clock). */
-export interface LeaseRow {
+interface LeaseRow {
   name: string;
   holder: string;
   /** The fencing token of the current (or last) term, as a decimal string (bigint). */
@@ -11,6 +11,24 @@ export interface LeaseRow {
   acquired_at: Date;
   renewed_at: Date;
   /** True when `expires_at` has passed by the database clock: nobody holds the name now. */
+  expired: boolean;
+}
+
+/** A lease as listings show it (`nightshift daemons`, the dashboard). */
+export interface LeaseInfo {
+  /** The lease's name; daemons are elected under `daemon:<name>`. */
+  name: string;
+  /** The current holder, or the last one when `expired`. */
+  holder: string;
+  /** The fencing token of the current (or last) term. */
+  token: string;
+  /** When the term ends unless renewed (database clock). */
+  expiresAt: Date;
+  /** When the current (or last) term began. */
+  acquiredAt: Date;
+  /** When the holder last renewed. */
+  renewedAt: Date;
+  /** True when nobody holds the lease now: its holder released it, died, or was cut off. */
   expired: boolean;
 }
 
@@ -116,8 +134,17 @@ export class LeaseQueries {
     return row?.ok ?? false;
   }
 
-  /** The leases of the schema, ordered by name; with `prefix`, only names starting with it. */
-  list(p: { prefix?: string } = {}): Promise<LeaseRow[]> {
-    return run(this.pool, this.st.list, [p.prefix ?? null]);
+  /** The leases of the schema, ordered by name, with whether each has expired by the database clock; with `prefix`, only names starting with it. */
+  async list(p: { prefix?: string } = {}): Promise<LeaseInfo[]> {
+    const rows = await run(this.pool, this.st.list, [p.prefix ?? null]);
+    return rows.map((r) => ({
+      name: r.name,
+      holder: r.holder,
+      token: r.token,
+      expiresAt: r.expires_at,
+      acquiredAt: r.acquired_at,
+      renewedAt: r.renewed_at,
+      expired: r.expired,
+    }));
   }
 }

@@ -1,8 +1,8 @@
 import { run, runCount, type Executor } from './executor.js';
 import type { StatementSet } from './statements.js';
 
-/** A registered process. */
-export interface ProcessRow {
+/** A registered process, as stored. */
+interface ProcessRow {
   id: string;
   host: string;
   pid: number;
@@ -11,8 +11,24 @@ export interface ProcessRow {
   started_at: Date;
   last_seen_at: Date;
   info: Record<string, unknown>;
-  /** Seconds since it was last seen, on the database clock. */
   age_s: number;
+}
+
+/** A live process of the fleet, as `listProcesses()` and `nightshift workers` show it. */
+export interface ProcessRecord {
+  /** `host:pid:random`. */
+  id: string;
+  host: string;
+  pid: number;
+  roles: string[];
+  /** The nightshift version it runs. */
+  version: string;
+  startedAt: Date;
+  lastSeenAt: Date;
+  /** What it hosts and runs now (kinds, queues, schedules, daemons, consumers, running jobs, leases led), refreshed every heartbeat. */
+  info: Record<string, unknown>;
+  /** Seconds since it was last seen, on the database clock. */
+  secondsSinceSeen: number;
 }
 
 /** Statements of the process registry. */
@@ -60,7 +76,18 @@ export class ProcessQueries {
   }
 
   /** Every registered process. */
-  list(): Promise<ProcessRow[]> {
-    return run(this.db, this.st.list, []);
+  async list(): Promise<ProcessRecord[]> {
+    const rows = await run(this.db, this.st.list, []);
+    return rows.map((r) => ({
+      id: r.id,
+      host: r.host,
+      pid: r.pid,
+      roles: r.roles,
+      version: r.version,
+      startedAt: r.started_at,
+      lastSeenAt: r.last_seen_at,
+      info: r.info,
+      secondsSinceSeen: r.age_s,
+    }));
   }
 }

@@ -51,7 +51,7 @@ WHERE (${s}.kinds.queue, ${s}.kinds.priority, ${s}.kinds.max_attempts, ${s}.kind
       (s) => `INSERT INTO ${s}.settings (key, value) VALUES ('max_payload_bytes', to_jsonb($1::int))
         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value WHERE ${s}.settings.value IS DISTINCT FROM EXCLUDED.value`,
     ),
-    auditList: set.plain<AuditRow, [target: string | null, beforeId: string | null, limit: number]>(
+    auditList: set.plain<AuditRecord, [target: string | null, beforeId: string | null, limit: number]>(
       (s) => `SELECT id::text, at, actor, action, target, reason, details FROM ${s}.audit_log
         WHERE ($1::text IS NULL OR target = $1) AND ($2::bigint IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
     ),
@@ -59,8 +59,8 @@ WHERE (${s}.kinds.queue, ${s}.kinds.priority, ${s}.kinds.max_attempts, ${s}.kind
 }
 export type QueueStatements = ReturnType<typeof queueStatements>;
 
-/** A queue with its counts. */
-export interface QueueRow {
+/** A queue as stored: its row of `list`. */
+interface QueueRow {
   name: string;
   paused: boolean;
   available: number;
@@ -69,6 +69,24 @@ export interface QueueRow {
   held: number;
   failed: number;
   oldest_available: Date | null;
+}
+
+/** A queue with its counts, as `listQueues()` and `nightshift queues list` show it. */
+export interface QueueRecord {
+  name: string;
+  /** Paused for every process (`pauseQueue`): no job of it is claimed until it is resumed. */
+  paused: boolean;
+  /** Jobs due now and waiting for a worker. */
+  available: number;
+  /** Jobs waiting for a later time (`runAt`, `delayMs`, a retry's back-off). */
+  scheduled: number;
+  running: number;
+  /** Held or abandoned jobs, waiting for an operator. */
+  held: number;
+  /** Discarded jobs (kept for their retention). */
+  failed: number;
+  /** When the job waiting longest became due, or null when none is due. */
+  oldestAvailable: Date | null;
 }
 
 /** A kind's defaults, as SQL callers of enqueue() use them. */
@@ -83,8 +101,8 @@ export interface KindRow {
   dedupeWithinMs: number | null;
 }
 
-/** One audit entry. */
-export interface AuditRow {
+/** One audit entry: who did what to which target, why and when. */
+export interface AuditRecord {
   id: string;
   at: Date;
   actor: string;
@@ -112,8 +130,18 @@ export class QueueQueries {
   }
 
   /** Every queue that has jobs or a pause record. */
-  list(): Promise<QueueRow[]> {
-    return run(this.db, this.st.list, []);
+  async list(): Promise<QueueRecord[]> {
+    const rows = await run(this.db, this.st.list, []);
+    return rows.map((r) => ({
+      name: r.name,
+      paused: r.paused,
+      available: r.available,
+      scheduled: r.scheduled,
+      running: r.running,
+      held: r.held,
+      failed: r.failed,
+      oldestAvailable: r.oldest_available,
+    }));
   }
 
   /** Registers kinds and their defaults for SQL callers. */
@@ -136,7 +164,7 @@ export class QueueQueries {
   }
 
   /** Audit entries, newest first, optionally for one target (`job:42`, `queue:mail`). */
-  auditList(p: { target: string | null; beforeId: string | null; limit: number }): Promise<AuditRow[]> {
+  auditList(p: { target: string | null; beforeId: string | null; limit: number }): Promise<AuditRecord[]> {
     return run(this.db, this.st.auditList, [p.target, p.beforeId, p.limit]);
   }
 }

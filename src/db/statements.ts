@@ -27,6 +27,13 @@ export interface PreparedStatementsOff {
   sqlState?: string;
 }
 
+/** What to do when `'auto'` stopped naming statements (the hint of the `database.prepared-statements-off` event). */
+export function preparedStatementsOffHint(off: PreparedStatementsOff): string {
+  return off.cause === 'pooler'
+    ? "connected through a connection pooler (its cancel key is not the server's): nightshift sends unnamed statements there, as named ones collide in transaction mode; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) to say so up front, or true for a session-mode pool (docs/poolers.md)"
+    : 'a named statement collided (as behind a transaction-mode pooler, which shares server connections): nightshift sends unnamed statements for the rest of this process; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) behind such a pooler (docs/poolers.md)';
+}
+
 interface PgClientLike {
   query(text: string): Promise<{ rows: { pid?: number }[] }>;
   processID?: number | null;

@@ -86,7 +86,8 @@ export class InsertBatcher {
       const results = await this.insert(batch.map((w) => w.row));
       batch.forEach((w, i) => w.resolve(results[i]!));
     } catch (err) {
-      if (batch.length === 1 || isConnectionError(err)) {
+      // Unavailable: every row would fail the same way, and one by one would only take longer.
+      if (batch.length === 1 || (err instanceof DatabaseError && err.unavailable)) {
         for (const w of batch) w.reject(err);
         return;
       }
@@ -100,8 +101,4 @@ export class InsertBatcher {
       }
     }
   }
-}
-
-function isConnectionError(err: unknown): boolean {
-  return err instanceof DatabaseError && err.message.startsWith('database unavailable');
 }

@@ -1,9 +1,9 @@
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
-import { ADMIN_FROM, type AdminAction, type ChangedRow, type JobFilter, type StatsRow } from '../db/jobs-admin.js';
+import { ADMIN_FROM, type AdminAction, type ChangedRow, type JobFilter, type StatsRecord } from '../db/jobs-admin.js';
 import type { JobDefinition } from './define-job.js';
 import { JOB_STATES, toJobRecord, type JobRecord, type JobState } from '../db/job-row.js';
-import type { AuditRow, QueueRow } from '../db/queues.js';
+import type { AuditRecord, QueueRecord } from '../db/queues.js';
 import { DedupeConflictError, InvalidTransitionError, JobNotFoundError, OptionsInvalidError, type Issue } from '../errors.js';
 import { cleanText } from './error-text.js';
 import type { EventBus } from '../telemetry/events.js';
@@ -195,17 +195,17 @@ export class JobAdmin {
   }
 
   /** Every queue with jobs or a pause record, with counts per state. */
-  async listQueues(): Promise<QueueRow[]> {
+  async listQueues(): Promise<QueueRecord[]> {
     return this.database.queues.list();
   }
 
   /** Counts per queue, kind and state. */
-  async stats(): Promise<StatsRow[]> {
+  async stats(): Promise<StatsRecord[]> {
     return this.database.admin.stats();
   }
 
   /** Audit entries, newest first; `target` like `job:42` or `queue:mail`. */
-  async listAudit(options: { target?: string; beforeId?: string; limit?: number } = {}): Promise<AuditRow[]> {
+  async listAudit(options: { target?: string; beforeId?: string; limit?: number } = {}): Promise<AuditRecord[]> {
     const limit = options.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
       throw new OptionsInvalidError('listAudit options', [{ path: 'limit', message: 'must be an integer from 1 to 1000' }]);

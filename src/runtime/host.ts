@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, MissingEnvError } from '../errors.js';
 import { Listener } from '../db/listener.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
@@ -10,11 +10,12 @@ import type { Clock } from '../lifecycle/clock.js';
 import { BaseService, ServiceGroup, type Service } from '../lifecycle/service.js';
 import type { JobMaintenance } from '../maintenance/job-maintenance.js';
 import { MAINTENANCE_LEASE, MaintenanceService } from '../maintenance/maintenance-service.js';
-import type { RolePlan } from '../roles/role-plan.js';
+import { missingEnv, type RolePlan } from '../roles/role-plan.js';
 import { workerError, type EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import { Worker } from '../worker/worker.js';
 import type { ResolvedOptions } from './client-options.js';
+import { assertBudget, poolSize } from './budget.js';
 import { ProcessRegistry } from './process-registry.js';
 import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import { ScheduleTicker } from '../schedules/schedule-ticker.js';
@@ -136,7 +137,25 @@ export class Host extends BaseService {
     this.listener?.dropConnection();
   }
 
+  /**
+   * Checks what the roles need — their environment, the schema, the connection budget — and
+   * registers the kinds (nothing starts when a check fails), then starts the services in order.
+   */
   protected async onStart(): Promise<void> {
+    const o = this.d.options;
+    const missing = missingEnv(this.plan, process.env);
+    if (missing.length) throw new MissingEnvError(missing);
+    await this.d.database.checkMigrated();
+    if (o.budget) {
+      await assertBudget(this.d.database, {
+        pool: poolSize(o),
+        listener: o.listen,
+        replicas: o.budget.replicas ?? 1,
+        ...(o.budget.maxConnectionsPerProcess !== undefined ? { maxPerProcess: o.budget.maxConnectionsPerProcess } : {}),
+      });
+    }
+    await this.d.database.queues.registerKinds(this.d.registry.kindRows());
+    await this.d.database.queues.setPayloadLimit(o.maxPayloadBytes);
     this.parts = new ServiceGroup(`services ${this.d.options.owner}`, this.build(), { logger: this.logger, clock: this.clock });
     await this.parts.start();
     this.d.events.emit({ type: 'process.started', id: this.registry?.id ?? this.d.options.owner, roles: this.plan.roles });

@@ -1,8 +1,8 @@
 import { Database } from '../db/database.js';
 import type { MigrateResult } from '../db/migrator.js';
 import { createPool, type PoolHandle } from '../db/pool.js';
+import { preparedStatementsOffHint } from '../db/statements.js';
 import type { Executor } from '../db/executor.js';
-import { StoppedError } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { EnqueueOptions, EnqueueResult } from '../jobs/enqueue-options.js';
 import { Enqueuer, type EnqueueManyOptions } from '../jobs/enqueuer.js';
@@ -13,8 +13,8 @@ import { JobMaintenance, type Retention } from '../maintenance/job-maintenance.j
 import { EventBus, type EventListener } from '../telemetry/events.js';
 import { createLogger, logEvents, type Logger } from '../telemetry/logger.js';
 import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './client-options.js';
-import { ConfigError, MissingEnvError } from '../errors.js';
-import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
+import { ConfigError, StoppedError } from '../errors.js';
+import { planRoles, type RolePlan } from '../roles/role-plan.js';
 import { listProcesses } from './process-registry.js';
 import { Host, type Wakeups } from './host.js';
 import type { JobLogLine } from '../db/job-logs.js';
@@ -22,18 +22,14 @@ import { StreamClient } from '../streams/stream-client.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
 import type { StreamsDiagnosis } from '../streams/diagnose-streams.js';
 import { OpsServer } from './ops-server.js';
-import { NightshiftMetrics } from '../telemetry/metrics.js';
+import type { NightshiftMetrics } from '../telemetry/metrics.js';
 import type { Registry } from 'prom-client';
-import type { DepthRow } from '../db/jobs-admin.js';
+import { clientMetrics } from './client-metrics.js';
+import { systemClock } from '../lifecycle/clock.js';
 import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type ScheduleTickRecord, type TriggerResult } from '../schedules/schedule-admin.js';
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
-import { assertBudget, connectionBudget, poolSize, type BudgetReport } from './budget.js';
-import type { ProcessRow } from '../db/processes.js';
-
-const PREPARED_POOLER_HINT =
-  "connected through a connection pooler (its cancel key is not the server's): nightshift sends unnamed statements there, as named ones collide in transaction mode; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) to say so up front, or true for a session-mode pool (docs/poolers.md)";
-const PREPARED_COLLISION_HINT =
-  'a named statement collided (as behind a transaction-mode pooler, which shares server connections): nightshift sends unnamed statements for the rest of this process; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) behind such a pooler (docs/poolers.md)';
+import { connectionBudget, poolSize, type BudgetReport } from './budget.js';
+import type { ProcessRecord } from '../db/processes.js';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -67,7 +63,7 @@ export class Nightshift extends JobAdmin {
     });
     const events = new EventBus();
     const database = new Database(pool, options.schema, options.preparedStatements, (off) =>
-      events.emit({ type: 'database.prepared-statements-off', ...off, hint: off.cause === 'pooler' ? PREPARED_POOLER_HINT : PREPARED_COLLISION_HINT }),
+      events.emit({ type: 'database.prepared-statements-off', ...off, hint: preparedStatementsOffHint(off) }),
     );
     const registry = new JobRegistry(options.jobs);
     super({ database, actor: options.actor, events, definitions: (kind) => registry.get(kind) });
@@ -181,19 +177,6 @@ export class Nightshift extends JobAdmin {
     this.state = 'starting';
     try {
       const o = this.options;
-      const plan = this.planRoles();
-      const missing = missingEnv(plan, process.env);
-      if (missing.length) throw new MissingEnvError(missing);
-      await this.database.checkMigrated();
-      if (o.budget) {
-        await assertBudget(this.database, {
-          pool: poolSize(o),
-          listener: o.listen,
-          replicas: o.budget.replicas ?? 1,
-          ...(o.budget.maxConnectionsPerProcess !== undefined ? { maxPerProcess: o.budget.maxConnectionsPerProcess } : {}),
-        });
-      }
-      await this.register();
       this.host = new Host(
         {
           database: this.database,
@@ -207,7 +190,7 @@ export class Nightshift extends JobAdmin {
           schedules: o.schedules,
           consumers: o.consumers,
         },
-        plan,
+        this.planRoles(),
       );
       await this.host.start();
       this.state = 'running';
@@ -301,7 +284,7 @@ export class Nightshift extends JobAdmin {
   }
 
   /** Live processes of the fleet: host, pid, roles, version, what they host, last seen. */
-  listProcesses(): Promise<ProcessRow[]> {
+  listProcesses(): Promise<ProcessRecord[]> {
     return listProcesses(this.database);
   }
 
@@ -316,26 +299,13 @@ export class Nightshift extends JobAdmin {
    * Pass your registry to merge them into yours.
    */
   metrics(options: { registry?: Registry; prefix?: string } = {}): NightshiftMetrics {
-    if (this.metrics_) return this.metrics_;
-    let cache: { at: number; rows: Promise<DepthRow[]> } | undefined;
-    const depth = () => {
-      // Scrapes from several Prometheus servers within a few seconds share one query.
-      if (!cache || Date.now() - cache.at > 5_000) {
-        const rows = this.database.admin.depth();
-        rows.catch(() => (cache = undefined));
-        cache = { at: Date.now(), rows };
-      }
-      return cache.rows;
-    };
-    this.metrics_ = new NightshiftMetrics(
-      this.events,
+    this.metrics_ ??= clientMetrics(
       {
-        // A scrape during an outage (or after stop) reports no depth rather than failing the scrape.
-        queues: async () =>
-          this.state === 'stopped'
-            ? []
-            : (await depth().catch(() => [] as DepthRow[])).map((r) => ({ queue: r.queue, state: r.state, count: r.count, oldestAvailableSeconds: r.oldest_available_seconds })),
-        pool: () => this.pool.stats(),
+        database: this.database,
+        events: this.events,
+        pool: this.pool,
+        clock: systemClock,
+        stopped: () => this.state === 'stopped',
         leadership: () => this.host?.leadership() ?? [],
         listenerProven: () => this.host?.listenerProven,
       },

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Database } from '../db/database.js';
-import type { ProcessRow } from '../db/processes.js';
+import type { ProcessRecord } from '../db/processes.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import { nightshiftVersion } from './version.js';
@@ -80,6 +80,6 @@ export class ProcessRegistry extends BaseService {
 }
 
 /** Every registered process. */
-export function listProcesses(db: Database): Promise<ProcessRow[]> {
+export function listProcesses(db: Database): Promise<ProcessRecord[]> {
   return db.processes.list();
 }

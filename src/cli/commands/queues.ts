@@ -16,7 +16,7 @@ export function registerQueues(program: Command): void {
       out(
         table(
           ['queue', 'paused', 'available', 'scheduled', 'running', 'held', 'failed', 'oldest waiting'],
-          list.map((q) => [q.name, q.paused ? 'yes' : '', q.available, q.scheduled, q.running, q.held, q.failed, q.oldest_available ? age(Date.now() - q.oldest_available.getTime()) : '']),
+          list.map((q) => [q.name, q.paused ? 'yes' : '', q.available, q.scheduled, q.running, q.held, q.failed, q.oldestAvailable ? age(Date.now() - q.oldestAvailable.getTime()) : '']),
         ),
       );
     });

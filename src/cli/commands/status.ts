@@ -28,7 +28,7 @@ export function registerStatus(program: Command): void {
             // A consumer hosted but not running here is a singleton led elsewhere: shown in brackets.
             const active = new Set(names(info.activeConsumers));
             const consumers = names(info.consumers).map((c) => (active.has(c) || info.activeConsumers === undefined ? c : `(${c})`));
-            return [p.id, p.host, p.pid, p.roles.join(','), p.version, age(Date.now() - p.started_at.getTime()), `${age(p.age_s * 1000)} ago`, running, names(info.queues).join(','), names(info.leading).join(','), consumers.join(',')];
+            return [p.id, p.host, p.pid, p.roles.join(','), p.version, age(Date.now() - p.startedAt.getTime()), `${age(p.secondsSinceSeen * 1000)} ago`, running, names(info.queues).join(','), names(info.leading).join(','), consumers.join(',')];
           }),
         ),
       );
@@ -42,7 +42,7 @@ export function registerStatus(program: Command): void {
       const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
       const stats = await withClient(ctx, (ns) => ns.stats());
       if (f.json) return json(stats);
-      out(table(['queue', 'kind', 'state', 'count', 'oldest waiting'], stats.map((s) => [s.queue, s.kind, s.state, s.count, s.oldest_available ? age(Date.now() - s.oldest_available.getTime()) : ''])));
+      out(table(['queue', 'kind', 'state', 'count', 'oldest waiting'], stats.map((s) => [s.queue, s.kind, s.state, s.count, s.oldestAvailable ? age(Date.now() - s.oldestAvailable.getTime()) : ''])));
     });
 
   program
