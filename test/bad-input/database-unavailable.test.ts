@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { Database } from '../../src/db/database.js';
+import { isKeyRace } from '../../src/db/dedupe-sql.js';
 import { run, sql } from '../../src/db/executor.js';
 import type { JobInsertResult, JobInsertRow } from '../../src/db/jobs-insert.js';
 import { createPool, type PoolHandle } from '../../src/db/pool.js';
@@ -118,5 +119,15 @@ describe('a lost connection, told by code and class', () => {
         expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ sqlState: '23514', unavailable: false });
       }
     }
+  });
+
+  it('a dedupe key taken by a concurrent commit is told by the index the server names, not by the message', async () => {
+    const db = pool(t.url).pool;
+    const insert = `INSERT INTO "${t.schema}".jobs (kind, queue, payload, max_attempts, dedupe_key) VALUES ($1, 'unavail', '{}', 1, $2)`;
+    await run(db, sql<unknown, [string, string]>(insert), ['unavail.key', 'k1']);
+    const race = await failure(run(db, sql<unknown, [string, string]>(insert), ['unavail.key', 'k1']));
+    expect(race.sqlState).toBe('23505');
+    expect(isKeyRace(race)).toBe(true);
+    expect(race.unavailable).toBe(false);
   });
 });
