@@ -18,6 +18,8 @@ export type { QueueRecord, AuditRecord } from './db/queues.js';
 export type { StatsRecord } from './db/jobs-admin.js';
 export type { MigrateResult } from './db/migrator.js';
 export type { Executor } from './db/executor.js';
+export type { Clock, Timer } from './lifecycle/clock.js';
+export type { Service, ServiceState } from './lifecycle/service.js';
 export type { Retention } from './maintenance/job-maintenance.js';
 export { DEFAULT_RETENTION } from './maintenance/job-maintenance.js';
 export type { NightshiftEvent, NightshiftEventType, EventListener } from './telemetry/events.js';
