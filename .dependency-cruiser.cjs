@@ -34,9 +34,10 @@ const tiers = [
   { parts: ['cli', 'dashboard', 'testing'], peers: false },
 ];
 
-/** Files that are parts by themselves; every other part is a directory. */
+/** Files that are parts by themselves; every other part is a directory. `errors` is both: src/errors.ts re-exports src/errors/. */
 const FILE_PARTS = new Set(['errors', 'index']);
-const at = (part) => (FILE_PARTS.has(part) ? `^src/${part}\\.ts$` : `^src/${part}/`);
+const DIR_TOO = new Set(['errors']);
+const at = (part) => (DIR_TOO.has(part) ? `^src/${part}(\\.ts$|/)` : FILE_PARTS.has(part) ? `^src/${part}\\.ts$` : `^src/${part}/`);
 const allParts = tiers.flatMap((t) => t.parts);
 
 const layerRules = tiers.flatMap((tier, i) => {

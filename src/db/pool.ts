@@ -18,6 +18,8 @@ export interface PoolHandle {
   transaction<T>(fn: (client: Executor) => Promise<T>): Promise<T>;
   /** Connections: total, idle, waiting. */
   stats(): { total: number; idle: number; waiting: number; max: number };
+  /** How the pool connects (its options), for a dedicated connection to the same place (the listener). */
+  clientConfig(): pg.ClientConfig;
 }
 
 export interface PoolOptions {
@@ -78,6 +80,10 @@ export function createPool(options: PoolOptions): PoolHandle {
     },
     stats() {
       return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.max };
+    },
+    clientConfig() {
+      // pg keeps a pool's options on it (not in its types).
+      return ((pool as unknown as { options?: pg.ClientConfig }).options ?? {}) as pg.ClientConfig;
     },
   };
 }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { jobClaim, type ClaimedRow } from '../../src/db/jobs-run.js';
+import type { ClaimedRow } from '../../src/db/jobs-run.js';
 import { defineJob } from '../../src/index.js';
 import { Completer } from '../../src/worker/completer.js';
 import { useTestDatabase } from '../support/db.js';
@@ -32,11 +32,11 @@ async function setup(n: number, options: { maxBatch?: number; retryForMs?: numbe
     def,
     Array.from({ length: n }, (_, i) => ({ n: i })),
   );
-  const claimed = await jobClaim(o.db.pool.pool, o.db.run, queue, [queue], n, 0, 'unit-completer', 60_000);
+  const claimed = await o.db.jobs.claim({ queue, kinds: [queue], limit: n, startNow: 0, owner: 'unit-completer', leaseMs: 60_000 });
   expect(claimed).toHaveLength(n);
   o.reset();
   const errors: unknown[] = [];
-  const completer = new Completer(o.db, options.maxBatch ?? 1_000, options.retryForMs ?? 5_000, (err) => errors.push(err));
+  const completer = new Completer({ database: o.db, maxBatch: options.maxBatch ?? 1_000, retryForMs: options.retryForMs ?? 5_000, onError: (err) => errors.push(err) });
   return { o, jobs: claimed, completer, errors };
 }
 

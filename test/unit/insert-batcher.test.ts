@@ -54,7 +54,7 @@ function fakeInsert(options: { autoOk?: boolean; failWhen?: (payloads: string[])
 
 /** The batcher under test (one place that knows its constructor). */
 function batcher(o: { insert: (rows: JobInsertRow[]) => Promise<JobInsertResult[]>; maxInFlight: number; maxBatch: number; maxBytes?: number }): InsertBatcher {
-  return new InsertBatcher(o.insert, o.maxInFlight, o.maxBatch, o.maxBytes);
+  return new InsertBatcher(o);
 }
 
 const connectionLost = () => new DatabaseError('database unavailable: connection terminated', undefined, new Error('ECONNRESET'));

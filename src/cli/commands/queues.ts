@@ -16,7 +16,7 @@ export function registerQueues(program: Command, run: CliRun): void {
       ['running', (q) => q.running],
       ['held', (q) => q.held],
       ['failed', (q) => q.failed],
-      ['oldest waiting', (q, now) => ago(q.oldest_available, now)],
+      ['oldest waiting', (q, now) => ago(q.oldestAvailable, now)],
     ],
     empty: 'no queues: a queue is listed once it has jobs or has been paused',
   });

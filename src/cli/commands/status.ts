@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { AuditRow, BudgetReport } from '../../index.js';
+import type { AuditRecord, BudgetReport } from '../../index.js';
 import type { CliRun } from '../cli-io.js';
 import { clientCommand, listCommand } from '../client-command.js';
 import { intFlag } from '../parse.js';
@@ -37,8 +37,8 @@ export function registerStatus(program: Command, run: CliRun): void {
         ['pid', (p) => p.pid],
         ['roles', (p) => p.roles.join(',')],
         ['version', (p) => p.version],
-        ['started', (p, now) => ago(p.started_at, now)],
-        ['last seen', (p) => `${age(p.age_s * 1000)} ago`],
+        ['started', (p, now) => ago(p.startedAt, now)],
+        ['last seen', (p) => `${age(p.secondsSinceSeen * 1000)} ago`],
         ['running', (p) => running(p.info).jobs],
         ['queues', (p) => names(p.info.queues).join(',')],
         ['leads', (p) => names(p.info.leading).join(',')],
@@ -55,7 +55,7 @@ export function registerStatus(program: Command, run: CliRun): void {
       ['kind', (s) => s.kind],
       ['state', (s) => s.state],
       ['count', (s) => s.count],
-      ['oldest waiting', (s, now) => ago(s.oldest_available, now)],
+      ['oldest waiting', (s, now) => ago(s.oldestAvailable, now)],
     ],
     empty: 'no jobs',
   });
@@ -87,7 +87,7 @@ export function registerStatus(program: Command, run: CliRun): void {
     },
   );
 
-  listCommand<{ target?: string; limit: string }, [], AuditRow[]>(
+  listCommand<{ target?: string; limit: string }, [], AuditRecord[]>(
     program
       .command('audit')
       .description('manual actions: who, what, why, when')
