@@ -62,6 +62,14 @@ export function createPool(options: PoolOptions): PoolHandle {
         throw translateDbError(err);
       });
       let broken = false;
+      // pg-pool takes its own 'error' listener off a client it hands out: while checked out, a
+      // connection the server ends (a fenced transaction past idle_in_transaction_session_timeout,
+      // a terminated backend) would otherwise be an unhandled 'error' event that ends the process.
+      // The statement in flight fails with the error anyway; here it only marks the client broken.
+      const onError = () => {
+        broken = true;
+      };
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         const result = await fn(client);
@@ -75,6 +83,7 @@ export function createPool(options: PoolOptions): PoolHandle {
         }
         throw err;
       } finally {
+        client.off('error', onError);
         client.release(broken);
       }
     },

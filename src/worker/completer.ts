@@ -72,16 +72,25 @@ export class Completer {
   /** Records, with the next write, that the handler of a held job started. */
   markStarted(id: string, token: string): void {
     this.marks.set(id, token);
-    if (this.markTimer === undefined) {
-      this.markTimer = this.clock.setTimeout(
-        () => {
-          this.markTimer = undefined;
-          if (!this.flushing && !this.scheduled) void this.writeMarks();
-        },
-        MARK_DELAY_MS,
-        { unref: true },
-      );
-    }
+    this.armMarkTimer();
+  }
+
+  /**
+   * Writes the marks alone after MARK_DELAY_MS unless a completion carries them first. A timer that
+   * fires while a completion is in flight (or about to be sent) leaves them to the write after it:
+   * the flush re-arms the timer when it ends with marks left (a mark must never wait for a
+   * completion that may not come).
+   */
+  private armMarkTimer(): void {
+    if (this.markTimer !== undefined || this.marks.size === 0) return;
+    this.markTimer = this.clock.setTimeout(
+      () => {
+        this.markTimer = undefined;
+        if (!this.flushing && !this.scheduled) void this.writeMarks();
+      },
+      MARK_DELAY_MS,
+      { unref: true },
+    );
   }
 
   /** Completions queued or being written. */
@@ -115,6 +124,7 @@ export class Completer {
     this.flushing = this.write(batch, this.takeMarks()).finally(() => {
       this.flushing = undefined;
       if (this.pending.length > 0) this.schedule();
+      else this.armMarkTimer();
     });
     return this.flushing;
   }

@@ -140,6 +140,24 @@ describe('Completer: start marks of held jobs', () => {
     expect(await row(job)).toEqual({ state: 'running', started: true });
   });
 
+  // A mark made while a completion was in flight: its timer fired during the write and left it to
+  // the write after — which, with no completion to come, never came; the job kept started_at null.
+  it('writes a mark whose delay ran out while a completion was in flight, once that write is done', async () => {
+    const { o, jobs, completer } = await setup(2);
+    const [done, started] = jobs as [ClaimedRow, ClaimedRow];
+    const release = o.hold('job_complete');
+    const completion = completer.complete(done.id, done.lease_token);
+    await o.sentCount(1);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    completer.markStarted(started.id, started.lease_token);
+    vi.advanceTimersByTime(100);
+    vi.useRealTimers();
+    release();
+    await expect(completion).resolves.toBe(true);
+    await waitFor('the start mark to be written after the completion', async () => (await row(started)).started);
+    expect(o.names()).toEqual(['job_complete', 'job_mark_started']);
+  });
+
   it('writes every mark made within the delay in one statement', async () => {
     const { o, jobs, completer } = await setup(3);
     for (const j of jobs) completer.markStarted(j.id, j.lease_token);

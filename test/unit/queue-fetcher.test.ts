@@ -55,7 +55,19 @@ async function setup(o: { jobs: number; global: Slots; local: Slots; maxHeld?: (
     onError: (err) => void errors.push(err),
     onClaimed: (_queue, asked, count) => void claims.push({ asked, count }),
   };
-  const fetcher = new QueueFetcher({ database: db.db, queue, kinds: [queue], owner: 'unit-fetcher', leaseMs: 60_000, minPollMs: 3_600_000, maxPollMs: 3_600_000, prefetch: 0, global: o.global, local: o.local, host });
+  const fetcher = new QueueFetcher({
+    database: db.db,
+    queue,
+    kinds: [queue],
+    owner: 'unit-fetcher',
+    leaseMs: 60_000,
+    minPollMs: 3_600_000,
+    maxPollMs: 3_600_000,
+    prefetch: 0,
+    global: o.global,
+    local: o.local,
+    host,
+  });
   cleanups.push(() => fetcher.stop());
   return { queue, db, fetcher, started, claims, errors, roomAsked: () => roomAsked, claimsSent: () => db.names().filter((n) => n === 'job_claim').length };
 }
