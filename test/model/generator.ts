@@ -77,20 +77,46 @@ function strip<T extends object>(o: T): T {
 
 type RawStep = Omit<EnqueueStep, 'job'> & { job: RawJob };
 
-function group(p: Profile): fc.Arbitrary<RawStep[]> {
+/** Steps that belong together, and the faults that make them interesting. */
+interface Group {
+  steps: RawStep[];
+  faults: FaultStep[];
+}
+
+/** A SIGKILL (the victim replaced) `afterMs` after `atMs`, maybe. */
+const crash = (p: Profile, afterMs: fc.Arbitrary<number>, weight: number) =>
+  maybe(fc.record({ afterMs, worker: fc.nat(p.maxWorkers - 1) }), weight);
+
+function group(p: Profile): fc.Arbitrary<Group> {
   const at = fc.integer({ min: 0, max: p.horizonMs });
-  const single: fc.Arbitrary<RawStep[]> = fc.record({ atMs: at, job: job(p), count: fc.constant(1) }).map((s) => [s]);
-  // Many short jobs at once: the fetchers claim ahead of their slots.
-  const burst: fc.Arbitrary<RawStep[]> = fc
-    .record({ atMs: at, queue: fc.nat(2), maxAttempts: fc.constantFrom(1, 2), workMs: fc.integer({ min: 0, max: 10 }), count: fc.integer({ min: 10, max: p.maxBurst }) })
-    .map(({ atMs, queue, maxAttempts, workMs, count }) => [{ atMs, count, job: { kind: 'alo' as const, queue, plan: ['ok' as const], workMs, maxAttempts } }]);
-  // A keyed job that runs for a while, and a delayed repeat of its key while it runs: a follow-up.
-  const followUp: fc.Arbitrary<RawStep[]> = fc
-    .record({ atMs: at, queue: fc.nat(2), key: fc.constantFrom('k0', 'k1', 'k2'), first: fc.constantFrom<Behaviour>('ok', 'fail'), workMs: fc.integer({ min: 1_500, max: 2_500 }), gapMs: fc.integer({ min: 300, max: 1_200 }), delayMs: fc.integer({ min: 2_000, max: p.maxDelayMs + 3_000 }) })
-    .map(({ atMs, queue, key, first, workMs, gapMs, delayMs }) => [
-      { atMs, count: 1, job: { kind: 'alo' as const, queue, plan: [first, 'ok' as const], workMs, dedupeKey: key } },
-      { atMs: atMs + gapMs, count: 1, job: { kind: 'alo' as const, queue, plan: ['ok' as const], workMs: 10, dedupeKey: key, delay: { ms: delayMs, as: 'delayMs' as const } } },
-    ]);
+  const single: fc.Arbitrary<Group> = fc.record({ atMs: at, job: job(p), count: fc.constant(1) }).map((s) => ({ steps: [s], faults: [] }));
+  // Many short jobs at once: the fetchers claim ahead of their slots; a crash may hit while they hold some.
+  const burst: fc.Arbitrary<Group> = fc
+    .record({ atMs: at, queue: fc.nat(2), maxAttempts: fc.constantFrom(1, 2), workMs: fc.integer({ min: 0, max: 10 }), count: fc.integer({ min: 10, max: p.maxBurst }), crash: crash(p, fc.integer({ min: 20, max: 300 }), 6) })
+    .map(({ atMs, queue, maxAttempts, workMs, count, crash: c }) => ({
+      steps: [{ atMs, count, job: { kind: 'alo' as const, queue, plan: ['ok' as const], workMs, maxAttempts } }],
+      faults: c ? [{ atMs: atMs + c.afterMs, worker: c.worker, kind: 'kill' as const, restart: true }] : [],
+    }));
+  // A keyed job that runs for a while, and a delayed repeat of its key while it runs (a follow-up);
+  // the first one fails, or its process may crash, while the follow-up holds the key.
+  const followUp: fc.Arbitrary<Group> = fc
+    .record({
+      atMs: at,
+      queue: fc.nat(2),
+      key: fc.constantFrom('k0', 'k1', 'k2'),
+      first: fc.constantFrom<Behaviour>('ok', 'fail'),
+      workMs: fc.integer({ min: 1_500, max: 2_500 }),
+      gapMs: fc.integer({ min: 300, max: 1_200 }),
+      delayMs: fc.integer({ min: 2_000, max: p.maxDelayMs + 3_000 }),
+      crash: crash(p, fc.integer({ min: 1_300, max: 1_500 }), 4),
+    })
+    .map(({ atMs, queue, key, first, workMs, gapMs, delayMs, crash: c }) => ({
+      steps: [
+        { atMs, count: 1, job: { kind: 'alo' as const, queue, plan: [first, 'ok' as const], workMs, dedupeKey: key } },
+        { atMs: atMs + gapMs, count: 1, job: { kind: 'alo' as const, queue, plan: ['ok' as const], workMs: 10, dedupeKey: key, delay: { ms: delayMs, as: 'delayMs' as const } } },
+      ],
+      faults: c ? [{ atMs: atMs + c.afterMs, worker: c.worker, kind: 'kill' as const, restart: true }] : [],
+    }));
   return weighted([single, 6], [burst, 2], [followUp, 2]);
 }
 
@@ -116,7 +142,9 @@ export function scenarioArbitrary(p: Profile): fc.Arbitrary<ModelScenario> {
     .map(({ workers, groups, faults }) => {
       const claimed = MODEL_QUEUES.filter((q) => workers.some((w) => w.queues.some((x) => x.name === q)));
       const queue = (i: number): ModelQueue => claimed[i % claimed.length]!;
-      const steps: EnqueueStep[] = groups.flat().map((s) => ({ ...s, job: { ...s.job, queue: queue(s.job.queue) } }));
-      return { workers, steps, faults: faults.map((f) => ({ ...f, worker: f.worker % workers.length })) };
+      const steps: EnqueueStep[] = groups.flatMap((g) => g.steps).map((s) => ({ ...s, job: { ...s.job, queue: queue(s.job.queue) } }));
+      // Every kill starts a replacement process: a few of them at most.
+      const all = [...groups.flatMap((g) => g.faults), ...faults].slice(0, p.maxFaults + 1);
+      return { workers, steps, faults: all.map((f) => ({ ...f, worker: f.worker % workers.length })) };
     });
 }

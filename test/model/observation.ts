@@ -19,8 +19,10 @@ export interface InstanceRecord {
   startedAt: number;
   readyAt: number | undefined;
   exitAt: number | undefined;
-  /** Whether the harness SIGKILLed it (otherwise it exited on the final SIGTERM, or by itself). */
+  /** Whether the harness SIGKILLed it as a fault (otherwise it exited on the final SIGTERM, or by itself). */
   killed: boolean;
+  /** How the final SIGTERM went: ms until it exited, and how (SIGKILL: it did not exit in time and was killed). */
+  stop: { ms: number; code: number | null; signal: string | null } | undefined;
   output: string;
   logPath: string;
 }

@@ -30,6 +30,9 @@ export interface RunEnv {
 
 type Instance = InstanceRecord & { member: Member };
 
+/** How long the final SIGTERM may take before the harness SIGKILLs a process (the checker's bound is shorter). */
+const STOP_BOUND_MS = 10_000;
+
 /** The options of one step's enqueue, with times resolved now. */
 function enqueueOptions(step: EnqueueStep): EnqueueOptions {
   const j = step.job;
@@ -69,7 +72,7 @@ export async function runModelScenario(scenario: ModelScenario, env: RunEnv): Pr
     const name = `w${spec}.${instances.filter((i) => i.spec === spec).length}`;
     const logPath = join(dir, `${name}.log`);
     const member = await fleet.start({ env: { MODEL_WORKER: JSON.stringify(scenario.workers[spec]), MODEL_RUN_LOG: logPath }, wait: false });
-    const inst: Instance = { name, spec, pid: member.proc.pid, startedAt: Date.now(), readyAt: undefined, exitAt: undefined, killed: false, output: '', logPath, member };
+    const inst: Instance = { name, spec, pid: member.proc.pid, startedAt: Date.now(), readyAt: undefined, exitAt: undefined, killed: false, stop: undefined, output: '', logPath, member };
     instances.push(inst);
     void member.proc.exited.then(() => (inst.exitAt = Date.now()));
     const ready = member.proc.waitForLine('ready').then(() => {
@@ -133,8 +136,15 @@ export async function runModelScenario(scenario: ModelScenario, env: RunEnv): Pr
       drainTimedOut = true;
     }
     drainedAt = Date.now();
+    env.log(`model: timeline and drain took ${drainedAt - t0} ms${drainTimedOut ? ' (the drain reached its bound)' : ''}; stopping`);
     await sampler.stop();
-    await fleet.stopAll(30_000);
+    const stopAt = Date.now();
+    // Bounded: a process that ignores SIGTERM this long is SIGKILLed, and the checker says so.
+    for (const x of await fleet.stopAll(STOP_BOUND_MS)) {
+      const inst = instances.find((i) => i.pid === x.pid);
+      if (inst) inst.stop = { ms: (inst.exitAt ?? Date.now()) - stopAt, code: x.code, signal: x.signal };
+    }
+    env.log(`model: every process stopped ${Date.now() - stopAt} ms later`);
     await ctx.recorder.writeFaults(injector.seal());
     const record = await loadRecord(ctx.admin, env.schema);
     const byPid = new Map(instances.map((i) => [i.pid, i.name]));

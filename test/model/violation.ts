@@ -9,6 +9,7 @@ export const INVARIANTS = {
   'no-unexplained-rerun': 'no job runs again beyond the documented causes; an at-most-once job never runs twice',
   'deadline-kept': 'no job starts after its deadline',
   'dedupe-holds': 'at most one pending job per (kind, key), and no unique violation in any worker log',
+  'stops-on-sigterm': 'every process exits cleanly on SIGTERM within its grace, the abort grace and the margin',
 } as const;
 
 export type InvariantId = keyof typeof INVARIANTS;
