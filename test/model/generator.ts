@@ -77,10 +77,13 @@ function strip<T extends object>(o: T): T {
 
 type RawStep = Omit<EnqueueStep, 'job'> & { job: RawJob };
 
+/** A fault whose victim may be named by a queue (an index, as for jobs): a process claiming it. */
+type RawFault = FaultStep & { victimOf?: number };
+
 /** Steps that belong together, and the faults that make them interesting. */
 interface Group {
   steps: RawStep[];
-  faults: FaultStep[];
+  faults: RawFault[];
 }
 
 /** A SIGKILL (the victim replaced) `afterMs` after `atMs`, maybe. */
@@ -92,10 +95,17 @@ function group(p: Profile): fc.Arbitrary<Group> {
   const single: fc.Arbitrary<Group> = fc.record({ atMs: at, job: job(p), count: fc.constant(1) }).map((s) => ({ steps: [s], faults: [] }));
   // Many short jobs at once: the fetchers claim ahead of their slots; a crash may hit while they hold some.
   const burst: fc.Arbitrary<Group> = fc
-    .record({ atMs: at, queue: fc.nat(2), maxAttempts: fc.constantFrom(1, 2), workMs: fc.integer({ min: 0, max: 10 }), count: fc.integer({ min: 10, max: p.maxBurst }), crash: crash(p, fc.integer({ min: 20, max: 300 }), 6) })
+    .record({
+      atMs: at,
+      queue: fc.nat(2),
+      maxAttempts: weighted([fc.constant(1), 4], [fc.constant(2), 1]),
+      workMs: fc.integer({ min: 0, max: 10 }),
+      count: fc.integer({ min: 10, max: p.maxBurst }),
+      crash: crash(p, fc.integer({ min: 50, max: 250 }), 6),
+    })
     .map(({ atMs, queue, maxAttempts, workMs, count, crash: c }) => ({
       steps: [{ atMs, count, job: { kind: 'alo' as const, queue, plan: ['ok' as const], workMs, maxAttempts } }],
-      faults: c ? [{ atMs: atMs + c.afterMs, worker: c.worker, kind: 'kill' as const, restart: true }] : [],
+      faults: c ? [{ atMs: atMs + c.afterMs, worker: c.worker, kind: 'kill' as const, restart: true, victimOf: queue }] : [],
     }));
   // A keyed job that runs for a while, and a delayed repeat of its key while it runs (a follow-up);
   // the first one fails, or its process may crash, while the follow-up holds the key.
@@ -115,7 +125,7 @@ function group(p: Profile): fc.Arbitrary<Group> {
         { atMs, count: 1, job: { kind: 'alo' as const, queue, plan: [first, 'ok' as const], workMs, dedupeKey: key } },
         { atMs: atMs + gapMs, count: 1, job: { kind: 'alo' as const, queue, plan: ['ok' as const], workMs: 10, dedupeKey: key, delay: { ms: delayMs, as: 'delayMs' as const } } },
       ],
-      faults: c ? [{ atMs: atMs + c.afterMs, worker: c.worker, kind: 'kill' as const, restart: true }] : [],
+      faults: c ? [{ atMs: atMs + c.afterMs, worker: c.worker, kind: 'kill' as const, restart: true, victimOf: queue }] : [],
     }));
   return weighted([single, 6], [burst, 2], [followUp, 2]);
 }
@@ -144,7 +154,16 @@ export function scenarioArbitrary(p: Profile): fc.Arbitrary<ModelScenario> {
       const queue = (i: number): ModelQueue => claimed[i % claimed.length]!;
       const steps: EnqueueStep[] = groups.flatMap((g) => g.steps).map((s) => ({ ...s, job: { ...s.job, queue: queue(s.job.queue) } }));
       // Every kill starts a replacement process: a few of them at most.
-      const all = [...groups.flatMap((g) => g.faults), ...faults].slice(0, p.maxFaults + 1);
-      return { workers, steps, faults: all.map((f) => ({ ...f, worker: f.worker % workers.length })) };
+      const all: RawFault[] = [...groups.flatMap((g) => g.faults), ...faults].slice(0, p.maxFaults + 1);
+      const victim = (f: RawFault): number => {
+        if (f.victimOf === undefined) return f.worker % workers.length;
+        const claimers = workers.flatMap((w, i) => (w.queues.some((x) => x.name === queue(f.victimOf!)) ? [i] : []));
+        return claimers[f.worker % claimers.length]!;
+      };
+      const resolved = all.map((f): FaultStep => {
+        const { victimOf: _victimOf, ...fault } = f;
+        return { ...fault, worker: victim(f) };
+      });
+      return { workers, steps, faults: resolved };
     });
 }
