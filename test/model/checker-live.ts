@@ -46,11 +46,15 @@ function waits(obs: Observation): Wait[] {
   return [...done, ...open.values()];
 }
 
-/** Bug 1's signature: the fetchers of the queues configured before `queue` may take every slot of the process. */
+/**
+ * Bug 1's signature: the fetchers of the process's other queues can hold every slot of the process
+ * at once (each takes its free slots before its claim), so this queue's fetcher may find none free
+ * and wait for a finished job to wake it — the issue's case is the first queue empty, no limits.
+ */
 export function starvedBySignature(spec: WorkerSpec, queue: string): boolean {
-  const before = spec.queues.slice(0, spec.queues.findIndex((x) => x.name === queue));
-  const promised = before.reduce((n, x) => n + Math.min(x.limit ?? spec.concurrency, spec.concurrency), 0);
-  return before.length > 0 && promised >= spec.concurrency;
+  const others = spec.queues.filter((x) => x.name !== queue);
+  const promised = others.reduce((n, x) => n + Math.min(x.limit ?? spec.concurrency, spec.concurrency), 0);
+  return others.length > 0 && promised >= spec.concurrency;
 }
 
 /** Whether the job became due by the passage of time (a delay, debounce or back-off) rather than with a notification. */

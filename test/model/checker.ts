@@ -36,6 +36,7 @@ export function checkObservation(obs: Observation, bounds: ModelBounds = default
       processes: obs.instances.length,
       samples: obs.samples.length,
       'drain ended by its bound': obs.drainTimedOut ? 'yes' : 'no',
+      ...(obs.harnessErrors.length ? { 'harness errors': obs.harnessErrors.join('; ').slice(0, 1_000) } : {}),
     },
   };
 }

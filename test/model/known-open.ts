@@ -19,7 +19,7 @@ export type BugId = 'bug1' | 'bug2' | 'bug3' | 'bug4' | 'bug5' | 'listenerStopHa
 
 /** What each bug is, and the signature the checker attributes to it. */
 export const BUGS: Record<BugId, string> = {
-  bug1: 'a process claiming several queues starves the later ones (the earlier fetchers take every slot; a wake-up does not reach a fetcher waiting for one)',
+  bug1: 'a process claiming several queues starves some of them (the other fetchers take every slot for their claims; a fetcher that found none free waits for a finished job, and no wake-up or returned slot reaches it)',
   bug2: 'a dedupe follow-up stalls rescue (a job whose key a pending job holds cannot go back to available: jobs_dedupe unique violation)',
   bug3: 'a crash discards prefetched jobs that never ran (a claim counts the attempt; the rescuer discards those on their last attempt)',
   bug4: 'a timed-out handler that ignores its signal keeps its slot (the slot frees only when the handler returns)',

@@ -97,6 +97,8 @@ export interface Observation {
   jobs: JobRow[];
   effects: EffectRow[];
   runs: RunEntry[];
+  /** Faults or enqueues the harness could not carry out (an injector error): reported, not judged. */
+  harnessErrors: string[];
 }
 
 const ms = (col: string) => `(extract(epoch FROM ${col}) * 1000)::float8`;
