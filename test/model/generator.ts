@@ -38,7 +38,7 @@ const worker: fc.Arbitrary<WorkerSpec> = fc
     queues: fc.shuffledSubarray([...MODEL_QUEUES], { minLength: 1 }),
     limits: fc.array(maybe(fc.integer({ min: 1, max: 4 }), 4), { minLength: 3, maxLength: 3 }),
     prefetch: fc.constantFrom(0, 8, 64),
-    pollMs: weighted([fc.constant(1_000), 6], [fc.constant(2_000), 2], [fc.constant(30_000), 2]),
+    pollMs: weighted([fc.constant(1_000), 5], [fc.constant(2_000), 1], [fc.constant(30_000), 4]),
   })
   .map(({ concurrency, queues, limits, prefetch, pollMs }) => ({
     concurrency,
@@ -60,7 +60,7 @@ function job(p: Profile): fc.Arbitrary<RawJob> {
       maxAttempts: maybe(fc.integer({ min: 1, max: 3 }), 4),
       dedupeKey: maybe(fc.constantFrom('k0', 'k1', 'k2'), 3),
       debounceMs: maybe(fc.integer({ min: 300, max: 3_000 }), 3),
-      delay: maybe(fc.record({ ms: fc.integer({ min: 200, max: p.maxDelayMs }), as: fc.constantFrom<'delayMs' | 'runAt'>('delayMs', 'runAt') }), 3),
+      delay: maybe(fc.record({ ms: fc.integer({ min: 200, max: p.maxDelayMs }), as: fc.constantFrom<'delayMs' | 'runAt'>('delayMs', 'runAt') }), 4),
       deadline: maybe(fc.record({ afterDueMs: fc.integer({ min: 100, max: 8_000 }), as: fc.constantFrom<'maxAgeMs' | 'expiresAt'>('maxAgeMs', 'expiresAt') }), 2),
     })
     .map((j) => {

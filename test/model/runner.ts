@@ -138,6 +138,8 @@ export async function runModelScenario(scenario: ModelScenario, env: RunEnv): Pr
     drainedAt = Date.now();
     env.log(`model: timeline and drain took ${drainedAt - t0} ms${drainTimedOut ? ' (the drain reached its bound)' : ''}; stopping`);
     await sampler.stop();
+    // A replacement still starting has no SIGTERM handler yet: let it come up, so the stop is judged fairly.
+    await until('every process to be ready', () => instances.every((i) => i.readyAt !== undefined || i.exitAt !== undefined), 60_000, 100).catch(() => undefined);
     const stopAt = Date.now();
     // Bounded: a process that ignores SIGTERM this long is SIGKILLed, and the checker says so.
     for (const x of await fleet.stopAll(STOP_BOUND_MS)) {
