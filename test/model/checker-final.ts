@@ -24,6 +24,8 @@ export class FinalChecker {
     private readonly bounds: ModelBounds,
     /** Suspects of the live checks, per job: a job still pending inherits them. */
     private readonly liveSuspects: Map<string, BugId[]>,
+    /** Whether some process could run maintenance for a whole rescue bound between `from` and `to`. */
+    private readonly couldRescue: (from: number, to: number) => boolean,
   ) {
     for (const r of [...obs.runs].sort((a, b) => a.startMs - b.startMs)) (this.runsByJob.get(r.jobId) ?? this.runsByJob.set(r.jobId, []).get(r.jobId)!).push(r);
     for (const e of obs.effects) this.notes.set(e.token, e.note);
@@ -137,7 +139,7 @@ export class FinalChecker {
         return;
       }
       case 'running':
-        if ((j.leaseExpiresAt ?? 0) < this.obs.drainedAt - this.bounds.rescueMs) {
+        if ((j.leaseExpiresAt ?? 0) < this.obs.drainedAt - this.bounds.rescueMs && this.couldRescue(j.leaseExpiresAt ?? 0, this.obs.drainedAt)) {
           const keyHeld = j.dedupeKey !== null && this.obs.jobs.some((p) => p.state === 'available' && p.kind === j.kind && p.dedupeKey === j.dedupeKey);
           const stalled = [...this.liveSuspects.values()].some((s) => s.includes('bug2'));
           this.flag('nothing-lost', j, `still running at the end, its lease (owner ${j.leaseOwner}) expired at ${this.t(j.leaseExpiresAt ?? 0)}`, keyHeld || stalled ? ['bug2'] : []);

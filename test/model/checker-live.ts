@@ -99,6 +99,11 @@ export function checkStarts(obs: Observation, views: ProcessView[], bounds: Mode
   return out;
 }
 
+/** Whether some process could run maintenance (alive, not paused) for a whole rescue bound between `from` and `to`. */
+export function couldRescue(views: ProcessView[], bounds: ModelBounds, from: number, to: number): boolean {
+  return views.some((v) => v.stretches(from, to, (t) => v.canRescue(t)).some(([a, b]) => b - a >= bounds.rescueMs));
+}
+
 /** No expired lease stays unrescued past the bound while some process could run maintenance. */
 export function checkRescue(obs: Observation, views: ProcessView[], bounds: ModelBounds): Violation[] {
   const worst = new Map<string, { at: number; expiredMs: number; owner: string | null; keyStall: boolean }>();
@@ -106,9 +111,7 @@ export function checkRescue(obs: Observation, views: ProcessView[], bounds: Mode
     const keyStall = s.overdue.some((o) => o.keyTaken);
     for (const o of s.overdue) {
       if (o.expiredMs <= bounds.rescueMs) continue;
-      const expiredAt = s.at - o.expiredMs;
-      const couldRescue = views.some((v) => v.stretches(expiredAt, s.at, (t) => v.canRescue(t)).some(([a, b]) => b - a >= bounds.rescueMs));
-      if (!couldRescue) continue;
+      if (!couldRescue(views, bounds, s.at - o.expiredMs, s.at)) continue;
       const prev = worst.get(o.id);
       if (!prev || o.expiredMs > prev.expiredMs) worst.set(o.id, { at: s.at, expiredMs: o.expiredMs, owner: o.owner, keyStall: keyStall || (prev?.keyStall ?? false) });
     }

@@ -2,7 +2,7 @@
  * The checker of the model-based test: every invariant of violation.ts, judged against what the
  * reference model allows (timeline.ts), with the known bugs each violation's signature matches.
  */
-import { checkDedupe, checkRescue, checkStarts, checkStops } from './checker-live.js';
+import { checkDedupe, checkRescue, checkStarts, checkStops, couldRescue } from './checker-live.js';
 import { FinalChecker } from './checker-final.js';
 import { BUGS, excused, KNOWN_OPEN, type BugId } from './known-open.js';
 import type { Observation } from './observation.js';
@@ -21,7 +21,7 @@ export function checkObservation(obs: Observation, bounds: ModelBounds = default
   const live = [...checkStarts(obs, views, bounds), ...checkRescue(obs, views, bounds), ...checkDedupe(obs), ...checkStops(obs, bounds)];
   const liveSuspects = new Map<string, BugId[]>();
   for (const v of live) if (v.job) liveSuspects.set(v.job, [...new Set([...(liveSuspects.get(v.job) ?? []), ...v.suspects])]);
-  const violations = [...live, ...new FinalChecker(obs, bounds, liveSuspects).check()];
+  const violations = [...live, ...new FinalChecker(obs, bounds, liveSuspects, (from, to) => couldRescue(views, bounds, from, to)).check()];
   const states: Record<string, number> = {};
   for (const j of obs.jobs) states[j.state] = (states[j.state] ?? 0) + 1;
   const faults: Record<string, number> = {};

@@ -3,14 +3,18 @@
  * judges it, and — when asked — shrinks a failing scenario, spending at most `maxShrinks` more real
  * runs on it. Every scenario is replayable: `MODEL_SEED=<seed> MODEL_PATH=<path>` regenerates it
  * (run `i` of a seed has path `i`; a shrunk one has the path fast-check reports), and
- * `MODEL_SCENARIO=<file.json>` runs a saved scenario as it is.
+ * `MODEL_SCENARIO=<file.json>` runs a saved scenario as it is. A failing run keeps what it observed
+ * in a file (every run with `MODEL_KEEP=1`); `MODEL_OBSERVATION=<file>` judges it again, running nothing.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { checkObservation, verdictPasses, verdictText, type Verdict } from './checker.js';
 import { PROFILES, scenarioArbitrary } from './generator.js';
 import { openBugs, type BugId } from './known-open.js';
+import type { Observation } from './observation.js';
 import { runModelScenario } from './runner.js';
 import { describeScenario, type ModelScenario } from './scenario.js';
 
@@ -59,6 +63,12 @@ export async function runAndJudge(scenario: ModelScenario, o: Pick<ModelCheckOpt
   try {
     const obs = await runModelScenario(scenario, { url: o.url, schema, drainMs: PROFILES[o.profile].drainMs, log: o.log });
     verdict = checkObservation(obs);
+    if (!verdictPasses(verdict, o.open ?? openBugs()) || process.env.MODEL_KEEP === '1') {
+      // Everything observed, to judge again without running (MODEL_OBSERVATION=<file>), e.g. after a change to the checker.
+      const file = join(tmpdir(), `nightshift-${schema}.json`);
+      writeFileSync(file, JSON.stringify(obs));
+      o.log(`scenario ${path}: observation kept in ${file}`);
+    }
   } catch (err) {
     verdict = { violations: [{ invariant: 'nothing-lost', detail: `the scenario did not run to the end: ${String(err).slice(0, 2_000)}`, suspects: [] }], figures: {} };
   }
@@ -75,6 +85,13 @@ export function outcomeText(seed: number, x: ScenarioOutcome, open: Record<BugId
 
 /** Generates and runs scenarios; shrinks the first failing one when asked. */
 export async function checkModel(o: ModelCheckOptions): Promise<ModelCheckResult> {
+  const saved = process.env.MODEL_OBSERVATION;
+  if (saved) {
+    const obs = JSON.parse(readFileSync(saved, 'utf8')) as Observation;
+    const verdict = checkObservation(obs);
+    const outcome = { path: 'file', scenario: obs.scenario, verdict, passes: verdictPasses(verdict, o.open ?? openBugs()), durationMs: 0 };
+    return { seed: o.seed, outcomes: [outcome], counterexample: outcome.passes ? undefined : outcome };
+  }
   const file = process.env.MODEL_SCENARIO;
   if (file) {
     const outcome = await runAndJudge(JSON.parse(readFileSync(file, 'utf8')) as ModelScenario, o, 'file');
