@@ -3,7 +3,8 @@
  * scenario shrinks well: queues and victims are indices mapped onto what the scenario has. Some
  * step shapes are weighted in because the bugs of issue 11 live in their combinations — bursts of
  * short single-attempt jobs (a crash among prefetched jobs), a keyed job followed by a delayed
- * repeat of its key while it runs (a dedupe follow-up), handlers deaf to their signal.
+ * repeat of its key while it runs (a dedupe follow-up), handlers deaf to their timeout filling a
+ * process's slots.
  */
 import fc from 'fast-check';
 import { MODEL_QUEUES, type Behaviour, type EnqueueStep, type FaultStep, type JobSpec, type ModelQueue, type ModelScenario, type WorkerSpec } from './scenario.js';
@@ -127,7 +128,17 @@ function group(p: Profile): fc.Arbitrary<Group> {
       ],
       faults: c ? [{ atMs: atMs + c.afterMs, worker: c.worker, kind: 'kill' as const, restart: true, victimOf: queue }] : [],
     }));
-  return weighted([single, 6], [burst, 2], [followUp, 2]);
+  // Handlers deaf to their timeout, as many as a process may have slots, then a job that waits for one.
+  const deafCrowd: fc.Arbitrary<Group> = fc
+    .record({ atMs: at, queue: fc.nat(2), count: fc.integer({ min: 1, max: 4 }), laterMs: fc.integer({ min: 3_500, max: 6_000 }) })
+    .map(({ atMs, queue, count, laterMs }) => ({
+      steps: [
+        { atMs, count, job: { kind: 'alo' as const, queue, plan: ['deaf' as const], workMs: 0, maxAttempts: 1 } },
+        { atMs: atMs + laterMs, count: 1, job: { kind: 'alo' as const, queue, plan: ['ok' as const], workMs: 10 } },
+      ],
+      faults: [],
+    }));
+  return weighted([single, 6], [burst, 2], [followUp, 2], [deafCrowd, 1]);
 }
 
 function fault(p: Profile): fc.Arbitrary<FaultStep> {
