@@ -99,17 +99,17 @@ export async function checkModel(o: ModelCheckOptions): Promise<ModelCheckResult
   }
   const outcomes: ScenarioOutcome[] = [];
   let index = o.path === undefined ? 0 : Number(o.path.split(':')[0]);
-  let failedAt: number | undefined;
+  let failed = false;
   let shrinkRuns = 0;
   let smallest: ScenarioOutcome | undefined;
   const property = fc.asyncProperty(scenarioArbitrary(PROFILES[o.profile]), async (scenario) => {
-    if (failedAt === undefined) {
+    if (!failed) {
       const path = o.path !== undefined && outcomes.length === 0 ? o.path : String(index);
       index++;
       const outcome = await runAndJudge(scenario, o, path);
       outcomes.push(outcome);
       if (!outcome.passes) {
-        failedAt = outcomes.length;
+        failed = true;
         smallest = outcome;
       }
       return outcome.passes;
