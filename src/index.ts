@@ -5,7 +5,7 @@
 export { createNightshift, Nightshift } from './runtime/nightshift.js';
 export type { NightshiftOptions } from './runtime/client-options.js';
 export { defineJob } from './jobs/define-job.js';
-export type { JobDefinition, JobOptions, JobContext, JobLogger, Delivery } from './jobs/define-job.js';
+export type { JobDefinition, JobOptions, JobContext, JobLogger, Delivery, DedupeScope, ResolveInfo } from './jobs/define-job.js';
 export type { EnqueueOptions, EnqueueResult } from './jobs/enqueue-options.js';
 export type { EnqueueManyOptions } from './jobs/enqueuer.js';
 export type { ActorOptions, ListJobsOptions, BulkOptions, Resolution } from './jobs/job-admin.js';

@@ -3,8 +3,13 @@ import { useTestDatabase } from '../../test/support/db.js';
 import { cli } from '../../test/support/cli.js';
 import { startScript, type Proc } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait.js';
+import { drain, tick } from 'nightshift/testing';
+import type { NightshiftConfig } from 'nightshift';
 
 const t = useTestDatabase('bo');
+// The settlement's calendar, on a test clock (nightshift/testing's tick), in a schema of its own.
+const cal = useTestDatabase('bocal');
+cal.migrateBeforeAll();
 const CONFIG = 'examples/bo-engine/nightshift.config.ts';
 const ROOT = new URL('../..', import.meta.url).pathname;
 const env = (fast: boolean) => ({ DATABASE_URL: t.url, NS_SCHEMA: t.schema, ...(fast ? { BO_FAST: '1' } : {}) });
@@ -16,9 +21,30 @@ beforeAll(async () => {
   await t.sql.query(`CREATE TABLE ${q()}.bo_runs (job_id bigint, kind text, payload jsonb, pid int, token bigint, at timestamptz DEFAULT now())`);
   await t.sql.query(`CREATE TABLE ${q()}.bo_seed_rotations (token bigint, pid int, at timestamptz DEFAULT clock_timestamp())`);
   await t.sql.query(`CREATE TABLE ${q()}.bo_refusals (token bigint, pid int, at timestamptz DEFAULT clock_timestamp())`);
+  await cal.sql.query(`CREATE TABLE "${cal.schema}".bo_runs (job_id bigint, kind text, payload jsonb, pid int, token bigint, at timestamptz DEFAULT clock_timestamp())`);
 });
 
 describe('seed 000: the bo-engine worker table as one config', () => {
+  it('settles every day once, in order, with the id of the day that ended: at midnight, and after three days down', async () => {
+    // The config's jobs write to the schema NS_SCHEMA names when it is loaded.
+    process.env.NS_SCHEMA = cal.schema;
+    const config = (await import('./nightshift.config.js')).default as NightshiftConfig;
+    const ns = cal.client({ jobs: [...config.jobs!], schedules: config.schedules!.filter((s) => s.name === 'settle') });
+    await tick(ns, '2026-02-16T23:00:00Z');
+    expect((await tick(ns, '2026-02-17T00:00:00Z')).fired).toMatchObject([{ schedule: 'settle', late: false }]);
+    // Down from just after midnight on the 17th until 00:30 on the 20th, the 17th still unsettled:
+    // the 18th, 19th and 20th are within the 3-day window and wait behind it (overlap 'queue').
+    const back = await tick(ns, '2026-02-20T00:30:00Z');
+    expect(back.queued.map((x) => x.at.toISOString().slice(0, 10))).toEqual(['2026-02-18', '2026-02-19', '2026-02-20']);
+    // Each settlement runs, then the next queued tick is released.
+    for (let i = 0; i < 4; i++) {
+      await drain(ns, { kinds: ['settle'] });
+      await tick(ns, '2026-02-20T00:30:00Z');
+    }
+    const runs = await cal.sql.query(`SELECT (payload->>'dayId')::int AS day FROM "${cal.schema}".bo_runs WHERE kind = 'settle' ORDER BY at`);
+    expect(runs.rows.map((r: { day: number }) => r.day)).toEqual([20500, 20501, 20502, 20503]);
+  });
+
   it('expresses every row of the table, with its next runs', async () => {
     const r = await cli(['--config', CONFIG, 'schedules', 'list', '--json', '--next', '2'], { env: env(false), cwd: ROOT });
     expect(r.code, r.stderr).toBe(0);

@@ -13,6 +13,7 @@ const USAGE_CODES = new Set([
   'NS_MISSING_ENV',
   'NS_BUDGET_EXCEEDED',
   'NS_USAGE',
+  'NS_PORT_UNAVAILABLE',
 ]);
 
 /** A usage error raised by the CLI itself (bad flag value, missing database URL, …). */

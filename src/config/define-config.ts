@@ -7,9 +7,13 @@ import type { ConsumerDefinition } from '../streams/define-consumer.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { resolveOptions, type NightshiftOptions } from '../runtime/client-options.js';
-import type { Retention } from '../maintenance/job-maintenance.js';
 
-/** The application: what a `nightshift.config.ts` default-exports. */
+/**
+ * The application: what a `nightshift.config.ts` default-exports. Every client option of
+ * {@link NightshiftOptions} has its place here (see {@link CONFIG_OPTION_PATHS}) but `pool` (the
+ * CLI makes its pool from the database URL) and `activeRoles` (chosen per process by `--roles` or
+ * `NIGHTSHIFT_ROLES`). Defaults are those of the client options.
+ */
 export interface NightshiftConfig {
   database?: {
     /** Default: `DATABASE_URL` (the CLI also takes `--database-url`). Keep secrets out of the file. */
@@ -18,7 +22,10 @@ export interface NightshiftConfig {
     schema?: string;
     /** Connections in this process's shared pool. Default 10. */
     maxConnections?: number;
-    preparedStatements?: boolean;
+    /** Named prepared statements: `'auto'` (default), `true` or `false`; see docs/poolers.md. */
+    preparedStatements?: boolean | 'auto';
+    /** A direct URL for the LISTEN connection when `url` goes through a transaction-mode pooler (docs/poolers.md). Default: `url`. */
+    listenUrl?: string;
     /** Fail start-up when `replicas` processes would exceed the server's connections. */
     budget?: { replicas?: number; maxConnectionsPerProcess?: number };
   };
@@ -34,25 +41,82 @@ export interface NightshiftConfig {
   /** Stream consumers (defineConsumer), hosted by roles like jobs. */
   consumers?: ConsumerDefinition[];
   roles?: Record<string, RoleDefinition>;
-  worker?: {
-    concurrency?: number;
-    queues?: string[] | Record<string, { concurrency?: number }>;
-    leaseMs?: number;
-    heartbeatMs?: number;
-    pollIntervalMs?: number;
-    shutdownGraceMs?: number;
-    maintenanceIntervalMs?: number;
-    retention?: Retention;
-  };
+  /** How a worker process runs: the client options of the same names. */
+  worker?: Pick<
+    NightshiftOptions,
+    | 'concurrency'
+    | 'queues'
+    | 'leaseMs'
+    | 'heartbeatMs'
+    | 'pollIntervalMs'
+    | 'prefetch'
+    | 'shutdownGraceMs'
+    | 'maintenance'
+    | 'maintenanceIntervalMs'
+    | 'retention'
+    | 'listen'
+    | 'owner'
+    | 'registerProcess'
+  >;
   /** Environment variables every process needs (start-up fails closed without them). */
   requiredEnv?: string[];
   maxPayloadBytes?: number;
+  /** Concurrent enqueues coalesced into one INSERT: statements in flight at once. Default 2. */
+  enqueueBatchInFlight?: number;
   logger?: Logger;
+  /** More keys to redact in the default logger (credentials and payloads always are). */
+  redact?: string[];
+  /** Put error messages of failed jobs and daemons in logs and spans. Default false. */
+  logErrorMessages?: boolean;
+  /** The actor written to the audit log when an action names none (the CLI's `--actor` wins). Default `user@host`. */
+  actor?: string;
 }
 
-const TOP = ['database', 'jobs', 'schedules', 'daemons', 'redis', 'streams', 'consumers', 'roles', 'worker', 'requiredEnv', 'maxPayloadBytes', 'logger'];
-const DATABASE = ['url', 'schema', 'maxConnections', 'preparedStatements', 'budget'];
-const WORKER = ['concurrency', 'queues', 'leaseMs', 'heartbeatMs', 'pollIntervalMs', 'shutdownGraceMs', 'maintenanceIntervalMs', 'retention'];
+/**
+ * Where each client option goes in a config file, as a dotted path. `pool` and `activeRoles` have
+ * none: the CLI makes its own pool from the database URL, and roles are chosen per process.
+ */
+export const CONFIG_OPTION_PATHS: Readonly<Record<string, string>> = Object.freeze({
+  databaseUrl: 'database.url',
+  schema: 'database.schema',
+  maxConnections: 'database.maxConnections',
+  preparedStatements: 'database.preparedStatements',
+  listenDatabaseUrl: 'database.listenUrl',
+  budget: 'database.budget',
+  redisUrl: 'redis.url',
+  concurrency: 'worker.concurrency',
+  queues: 'worker.queues',
+  leaseMs: 'worker.leaseMs',
+  heartbeatMs: 'worker.heartbeatMs',
+  pollIntervalMs: 'worker.pollIntervalMs',
+  prefetch: 'worker.prefetch',
+  shutdownGraceMs: 'worker.shutdownGraceMs',
+  maintenance: 'worker.maintenance',
+  maintenanceIntervalMs: 'worker.maintenanceIntervalMs',
+  retention: 'worker.retention',
+  listen: 'worker.listen',
+  owner: 'worker.owner',
+  registerProcess: 'worker.registerProcess',
+  jobs: 'jobs',
+  daemons: 'daemons',
+  schedules: 'schedules',
+  streams: 'streams',
+  consumers: 'consumers',
+  roles: 'roles',
+  requiredEnv: 'requiredEnv',
+  maxPayloadBytes: 'maxPayloadBytes',
+  enqueueBatchInFlight: 'enqueueBatchInFlight',
+  logger: 'logger',
+  redact: 'redact',
+  logErrorMessages: 'logErrorMessages',
+  actor: 'actor',
+});
+
+const PATHS = Object.entries(CONFIG_OPTION_PATHS);
+const sectionKeys = (section: string) => PATHS.filter(([, p]) => p.startsWith(`${section}.`)).map(([, p]) => p.slice(section.length + 1));
+const TOP = [...new Set(PATHS.map(([, p]) => p.split('.')[0]!))];
+const DATABASE = sectionKeys('database');
+const WORKER = sectionKeys('worker');
 const ROLE = ['jobs', 'queues', 'schedules', 'daemons', 'consumers', 'requiredEnv'];
 
 function unknownKeys(obj: unknown, known: string[], prefix: string, issues: Issue[]): void {
@@ -123,7 +187,7 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
       issues.push({ path: `schedules.${i}.job`, message: `unknown job kind "${sc.kind}"${best ? `; did you mean "${best}"?` : ''}` });
     }
   });
-  unknownKeys(config.redis, ['url'], 'redis', issues);
+  unknownKeys(config.redis, sectionKeys('redis'), 'redis', issues);
   const consumers: string[] = [];
   (config.consumers ?? []).forEach((c, i) => {
     if (typeof c !== 'object' || c === null || typeof c.name !== 'string') {
@@ -147,7 +211,7 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     for (const i of err.issues) {
-      const path = configPath(i.path);
+      const path = configPathOf(i.path);
       // Unknown keys and bad references were reported above under the same path.
       if (!issues.some((known) => known.path === path)) issues.push({ ...i, path });
     }
@@ -156,51 +220,27 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
   return Object.freeze(config);
 }
 
-const WHERE: Record<string, string> = {
-  databaseUrl: 'database.url',
-  schema: 'database.schema',
-  maxConnections: 'database.maxConnections',
-  preparedStatements: 'database.preparedStatements',
-  budget: 'database.budget',
-  redisUrl: 'redis.url',
-};
-
-function configPath(clientPath: string): string {
+/** The config file path of a client option's issue path (`prefetch.x` → `worker.prefetch.x`). */
+export function configPathOf(clientPath: string): string {
   const [head, ...rest] = clientPath.split('.');
   if (head === undefined) return clientPath;
-  const mapped = WHERE[head] ?? (WORKER.includes(head) ? `worker.${head}` : head);
-  return [mapped, ...rest].join('.');
+  return [CONFIG_OPTION_PATHS[head] ?? head, ...rest].join('.');
 }
 
-/** Turns a config into client options for a process. */
+function at(config: NightshiftConfig, path: string): unknown {
+  let v: unknown = config;
+  for (const part of path.split('.')) v = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[part] : undefined;
+  return v;
+}
+
+/** Turns a config into client options for a process (the database URL and roles come from the caller). */
 export function toClientOptions(config: NightshiftConfig, o: { databaseUrl: string; roles?: string[] }): NightshiftOptions {
-  const w = config.worker ?? {};
-  const d = config.database ?? {};
-  const options: NightshiftOptions = {
-    databaseUrl: o.databaseUrl,
-    ...(d.schema !== undefined ? { schema: d.schema } : {}),
-    ...(d.maxConnections !== undefined ? { maxConnections: d.maxConnections } : {}),
-    ...(d.preparedStatements !== undefined ? { preparedStatements: d.preparedStatements } : {}),
-    ...(d.budget !== undefined ? { budget: d.budget } : {}),
-    jobs: config.jobs ?? [],
-    daemons: config.daemons ?? [],
-    schedules: config.schedules ?? [],
-    ...(config.streams ? { streams: config.streams } : {}),
-    ...(config.consumers ? { consumers: config.consumers } : {}),
-    ...(config.redis?.url ? { redisUrl: config.redis.url } : {}),
-    roles: config.roles ?? {},
-    ...(o.roles ? { activeRoles: o.roles } : {}),
-    ...(config.requiredEnv ? { requiredEnv: config.requiredEnv } : {}),
-    ...(config.maxPayloadBytes !== undefined ? { maxPayloadBytes: config.maxPayloadBytes } : {}),
-    ...(config.logger ? { logger: config.logger } : {}),
-    ...(w.concurrency !== undefined ? { concurrency: w.concurrency } : {}),
-    ...(w.queues !== undefined ? { queues: w.queues } : {}),
-    ...(w.leaseMs !== undefined ? { leaseMs: w.leaseMs } : {}),
-    ...(w.heartbeatMs !== undefined ? { heartbeatMs: w.heartbeatMs } : {}),
-    ...(w.pollIntervalMs !== undefined ? { pollIntervalMs: w.pollIntervalMs } : {}),
-    ...(w.shutdownGraceMs !== undefined ? { shutdownGraceMs: w.shutdownGraceMs } : {}),
-    ...(w.maintenanceIntervalMs !== undefined ? { maintenanceIntervalMs: w.maintenanceIntervalMs } : {}),
-    ...(w.retention !== undefined ? { retention: w.retention } : {}),
-  };
-  return options;
+  const options: Record<string, unknown> = { databaseUrl: o.databaseUrl, jobs: [], daemons: [], schedules: [], roles: {} };
+  for (const [option, path] of PATHS) {
+    if (option === 'databaseUrl') continue;
+    const value = at(config, path);
+    if (value !== undefined) options[option] = value;
+  }
+  if (o.roles) options.activeRoles = o.roles;
+  return options as NightshiftOptions;
 }

@@ -4,7 +4,7 @@ import { jobMaintenanceStatements } from './jobs-maintenance.js';
 import { jobRunStatements } from './jobs-run.js';
 import type { PoolHandle } from './pool.js';
 import { queueStatements } from './queues.js';
-import { StatementSet } from './statements.js';
+import { PreparedStatements, StatementSet, type PreparedStatementsMode, type PreparedStatementsOff } from './statements.js';
 import { validateSchemaName } from './identifiers.js';
 
 /** The database of one client: its pool, its schema's statements, and its notification channels. */
@@ -19,13 +19,18 @@ export class Database {
   /** The schema's statement builder, for modules that keep their statements in their own db/ file. */
   readonly statements: StatementSet;
 
+  /**
+   * @param preparedStatements see {@link PreparedStatementsMode} (default `'auto'`).
+   * @param onPreparedStatementsOff called once when `'auto'` switches this client to unnamed statements.
+   */
   constructor(
     readonly pool: PoolHandle,
     schema: string,
-    preparedStatements = true,
+    preparedStatements: PreparedStatementsMode = 'auto',
+    onPreparedStatementsOff?: (info: PreparedStatementsOff) => void,
   ) {
     this.schema = validateSchemaName(schema);
-    const set = new StatementSet(schema, preparedStatements);
+    const set = new StatementSet(schema, new PreparedStatements(preparedStatements, onPreparedStatementsOff));
     this.statements = set;
     this.insert = jobInsertStatements(set);
     this.run = jobRunStatements(set);

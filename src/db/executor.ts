@@ -1,9 +1,13 @@
-import { translateDbError } from './pg-errors.js';
+import { PreparedStatementsError } from '../errors.js';
+import { preparedStatementCollision, translateDbError } from './pg-errors.js';
+import type { PreparedStatements } from './statements.js';
 
 /** A statement with a stable name (prepared once per connection) or an anonymous one. */
 export interface Statement {
   readonly name?: string;
   readonly text: string;
+  /** The policy deciding, per executor, whether `name` is used (see PreparedStatementsMode). */
+  readonly prepared?: PreparedStatements;
 }
 
 /**
@@ -15,15 +19,38 @@ export interface Executor {
   query(config: { text: string; values?: unknown[]; name?: string }): Promise<{ rows: unknown[]; rowCount: number | null }>;
 }
 
+/**
+ * Runs a statement, by name when its policy says so. A named statement that collides behind a
+ * transaction-mode pooler (the server connection is not the one it was prepared on: SQLSTATE
+ * 26000 or 42P05) failed at Parse/Bind, before anything ran — so in `'auto'` mode on a pool it is
+ * run again unnamed (once); inside a transaction, which the failure has aborted, and with
+ * `preparedStatements: true`, it becomes NS_PREPARED_STATEMENTS.
+ */
+async function execute(db: Executor, stmt: Statement, values: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> {
+  let named = stmt.name !== undefined;
+  if (named && stmt.prepared) {
+    const use = stmt.prepared.useName(db);
+    named = typeof use === 'boolean' ? use : await use;
+  }
+  try {
+    return await db.query(named ? { name: stmt.name, text: stmt.text, values } : { text: stmt.text, values });
+  } catch (err) {
+    const collision = named ? preparedStatementCollision(err, stmt.name!) : undefined;
+    if (!collision) throw translateDbError(err);
+    if (stmt.prepared?.collided(db, { statement: stmt.name!, sqlState: collision })) {
+      try {
+        return await db.query({ text: stmt.text, values });
+      } catch (again) {
+        throw translateDbError(again);
+      }
+    }
+    throw new PreparedStatementsError(stmt.name!, collision, err);
+  }
+}
+
 /** Runs a statement on an executor, turning driver errors into nightshift errors. */
 export async function run<R>(db: Executor, stmt: Statement, values: unknown[] = []): Promise<R[]> {
-  try {
-    const config = stmt.name ? { name: stmt.name, text: stmt.text, values } : { text: stmt.text, values };
-    const result = await db.query(config);
-    return result.rows as R[];
-  } catch (err) {
-    throw translateDbError(err);
-  }
+  return (await execute(db, stmt, values)).rows as R[];
 }
 
 /** Checks that a value given as `{ db }` looks like a pg client or pool. */
@@ -33,11 +60,5 @@ export function isExecutor(value: unknown): value is Executor {
 
 /** Runs a statement that returns no rows; resolves to the number of rows it touched. */
 export async function runCount(db: Executor, stmt: Statement, values: unknown[] = []): Promise<number> {
-  try {
-    const config = stmt.name ? { name: stmt.name, text: stmt.text, values } : { text: stmt.text, values };
-    const result = await db.query(config);
-    return result.rowCount ?? 0;
-  } catch (err) {
-    throw translateDbError(err);
-  }
+  return (await execute(db, stmt, values)).rowCount ?? 0;
 }

@@ -5,6 +5,8 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,47}$/;
 
 /** What is wrong with a schema name, or undefined when it is acceptable. */
 export function schemaNameProblem(schema: unknown): string | undefined {
+  // PostgreSQL reserves pg_ for its own schemas: CREATE SCHEMA refuses it (SQLSTATE 42939).
+  if (typeof schema === 'string' && schema.startsWith('pg_')) return `"${schema.slice(0, 60)}" is not allowed: names starting with pg_ are reserved by PostgreSQL`;
   if (typeof schema === 'string' && SCHEMA_NAME.test(schema)) return undefined;
   return `"${String(schema).slice(0, 60)}" is not allowed: use 1 to 48 lower-case letters, digits and _, starting with a letter or _`;
 }

@@ -43,7 +43,15 @@ export interface JobRecord {
   attempt: number;
   maxAttempts: number;
   delivery: 'at-least-once' | 'at-most-once';
+  /** The dedupe key the job was enqueued with (whether or not it still holds it). */
   dedupeKey: string | null;
+  /** How the key holds: 'pending', 'active', 'ever' or 'within' (see docs/jobs.md). */
+  dedupeScope: 'pending' | 'active' | 'ever' | 'within' | null;
+  /**
+   * True when the job gave its pending-scope key up: it went back to available (a retry, a rescue)
+   * while a newer pending job held the key, and both run.
+   */
+  dedupeReleased: boolean;
   expiresAt: Date | null;
   leaseToken: string | null;
   leaseOwner: string | null;
@@ -52,14 +60,17 @@ export interface JobRecord {
   reason: string | null;
   traceContext: Record<string, string> | null;
   createdAt: Date;
+  /** When the current or last attempt's handler started (null while it waits in a worker for a slot). */
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** The latest value the handler reported with `ctx.progress()`, or null. */
+  progress: unknown;
 }
 
 /** The columns that make a {@link JobRecord}. */
 export const JOB_COLUMNS =
-  'id, kind, queue, state, priority, run_at, payload, attempt, max_attempts, at_most_once, dedupe_key, expires_at, ' +
-  'lease_token, lease_owner, lease_expires_at, errors, reason, trace_context, created_at, started_at, finished_at';
+  'id, kind, queue, state, priority, run_at, payload, attempt, max_attempts, at_most_once, dedupe_key, dedupe_scope, dedupe_given, expires_at, ' +
+  'lease_token, lease_owner, lease_expires_at, errors, reason, trace_context, created_at, started_at, finished_at, progress';
 
 export interface JobRow {
   id: string;
@@ -73,6 +84,8 @@ export interface JobRow {
   max_attempts: number;
   at_most_once: boolean;
   dedupe_key: string | null;
+  dedupe_scope: string | null;
+  dedupe_given: string | null;
   expires_at: Date | null;
   lease_token: string | null;
   lease_owner: string | null;
@@ -83,6 +96,7 @@ export interface JobRow {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  progress: unknown;
 }
 
 /** Maps a row of {@link JOB_COLUMNS} to a {@link JobRecord}. */
@@ -98,7 +112,9 @@ export function toJobRecord(r: JobRow): JobRecord {
     attempt: r.attempt,
     maxAttempts: r.max_attempts,
     delivery: r.at_most_once ? 'at-most-once' : 'at-least-once',
-    dedupeKey: r.dedupe_key,
+    dedupeKey: r.dedupe_key ?? r.dedupe_given,
+    dedupeScope: (r.dedupe_scope as JobRecord['dedupeScope']) ?? (r.dedupe_key !== null || r.dedupe_given !== null ? 'pending' : null),
+    dedupeReleased: r.dedupe_key === null && r.dedupe_given !== null && (r.dedupe_scope ?? 'pending') === 'pending',
     expiresAt: r.expires_at,
     leaseToken: r.lease_token,
     leaseOwner: r.lease_owner,
@@ -109,5 +125,6 @@ export function toJobRecord(r: JobRow): JobRecord {
     createdAt: r.created_at,
     startedAt: r.started_at,
     finishedAt: r.finished_at,
+    progress: r.progress ?? null,
   };
 }

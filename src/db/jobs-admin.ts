@@ -1,3 +1,4 @@
+import { activeKeyTaken, keyRelease, runReleasingKeys } from './dedupe-sql.js';
 import { run, type Executor } from './executor.js';
 import { JOB_COLUMNS, toJobRecord, type JobRecord, type JobRow, type JobState } from './job-row.js';
 import type { StatementSet } from './statements.js';
@@ -13,7 +14,7 @@ export interface JobFilter {
 }
 
 /** A manual state change: which states it applies to, and what it sets. */
-export type AdminAction = 'retry' | 'cancel' | 'resolve-completed' | 'resolve-failed' | 'resolve-retry';
+export type AdminAction = 'retry' | 'cancel' | 'resolve-completed' | 'resolve-failed' | 'resolve-retry' | 'run-now';
 
 /** The states each admin action applies to. */
 export const ADMIN_FROM: Record<AdminAction, readonly JobState[]> = {
@@ -22,6 +23,8 @@ export const ADMIN_FROM: Record<AdminAction, readonly JobState[]> = {
   'resolve-completed': ['held', 'abandoned'],
   'resolve-failed': ['held', 'abandoned'],
   'resolve-retry': ['held', 'abandoned'],
+  // A pending job only: one due later (runAt, delayMs, a retry's back-off) or debounced.
+  'run-now': ['available'],
 };
 
 const FILTER = `($1::text IS NULL OR kind = $1) AND ($2::text IS NULL OR queue = $2)
@@ -37,15 +40,17 @@ export function jobAdminStatements(set: StatementSet) {
   // One statement per action: pick the matching jobs, change them, write one audit row per job,
   // and wake workers when jobs became available, or tell the holder of a job taken from it to abort.
   // $6 actor, $7 reason, $8 limit, $9 jobs channel, $10 states the action applies to, $11 control channel.
-  const change = (action: AdminAction, assignments: string) =>
+  // A retry makes jobs available again: a pending-scope key taken meanwhile is given up (both run),
+  // an active-scope one taken meanwhile leaves the job where it is (see dedupe-sql.ts).
+  const change = (action: AdminAction, assignments: string, toAvailable = false) =>
     set.plain(
       (s) => `
 WITH target AS (
-  SELECT id, state AS old_state, lease_owner FROM ${s}.jobs
-  WHERE ${FILTER} AND state::text = ANY($10::text[])
+  SELECT id, state AS old_state, lease_owner FROM ${s}.jobs t
+  WHERE ${FILTER} AND state::text = ANY($10::text[])${toAvailable ? ` AND NOT ${activeKeyTaken(s, 't')}` : ''}
   ORDER BY id LIMIT $8 FOR UPDATE
 ), upd AS (
-  UPDATE ${s}.jobs j SET ${assignments}
+  UPDATE ${s}.jobs j SET ${assignments}${toAvailable ? `, ${keyRelease(s, 'j', 'true')}` : ''}
   FROM target WHERE j.id = target.id
   RETURNING ${JOB_COLUMNS.split(', ').map((c) => `j.${c}`).join(', ')}, target.old_state
 ), audit AS (
@@ -66,6 +71,7 @@ FROM upd ORDER BY upd.id`,
       'retry',
       `state = 'available', run_at = now(), finished_at = NULL, reason = NULL,
        max_attempts = greatest(j.max_attempts, j.attempt + 1)`,
+      true,
     ),
     cancel: change(
       'cancel',
@@ -84,6 +90,20 @@ FROM upd ORDER BY upd.id`,
       'resolve-retry',
       `state = 'available', run_at = now(), finished_at = NULL, reason = NULL,
        max_attempts = greatest(j.max_attempts, j.attempt + 1)`,
+      true,
+    ),
+    // The job holding an active-scope key that `$1` also has, if any.
+    keyHolder: set.plain(
+      (s) => `SELECT o.id::text FROM ${s}.jobs j JOIN ${s}.jobs o ON o.kind = j.kind AND o.dedupe_key = j.dedupe_key
+        AND o.state IN ('available', 'running') AND o.id <> j.id
+        WHERE j.id = $1 AND j.dedupe_scope = 'active' LIMIT 1`,
+    ),
+    // Never later than it was: a job already due keeps its place in the queue's order.
+    'run-now': change('run-now', `run_at = least(j.run_at, now())`),
+    // The CLI's enqueue: who enqueued which job of which kind — never the payload.
+    auditEnqueue: set.plain(
+      (s) => `INSERT INTO ${s}.audit_log (actor, action, target, reason, details)
+        VALUES ($1, 'enqueue', 'job:' || $2::bigint, $3, jsonb_build_object('kind', $4::text, 'deduped', $5::boolean))`,
     ),
     // Unfinished jobs only: the partial indexes serve it, and it stays cheap however many finished
     // jobs are kept (metrics scrape it every few seconds).
@@ -135,7 +155,7 @@ export function jobChange(
   limit: number,
   channels: { jobs: string; control: string },
 ): Promise<ChangedRow[]> {
-  return run<ChangedRow>(db, st[action], [
+  return runReleasingKeys<ChangedRow>(db, st[action], [
     ...filterValues(f),
     who.actor,
     who.reason,
@@ -144,6 +164,22 @@ export function jobChange(
     ADMIN_FROM[action],
     channels.control,
   ]);
+}
+
+/** The job holding the active-scope dedupe key of job `id`, if another one does. */
+export async function jobKeyHolder(db: Executor, st: JobAdminStatements, id: string): Promise<string | undefined> {
+  const [row] = await run<{ id: string }>(db, st.keyHolder, [id]);
+  return row?.id;
+}
+
+/** Writes the audit entry of an enqueue (actor, job, kind, whether it was deduped; no payload). */
+export async function auditEnqueue(
+  db: Executor,
+  st: JobAdminStatements,
+  who: { actor: string; reason: string | null },
+  job: { id: string; kind: string; deduped: boolean },
+): Promise<void> {
+  await run(db, st.auditEnqueue, [who.actor, job.id, who.reason, job.kind, job.deduped]);
 }
 
 /** Counts per queue, kind and state. */

@@ -18,6 +18,11 @@ export interface JobInsertRow {
   expiresAt: Date | null;
   maxAgeMs: number | null;
   traceContext: string | null;
+  /**
+   * How the dedupe key holds. Rows with a key of any scope but `pending` are written through the
+   * SQL function (see jobEnqueueViaSql), never by the batch statements below.
+   */
+  dedupeScope: 'pending' | 'active' | 'ever' | 'within';
 }
 
 /** What an insert did for one input row, in input order. */
@@ -51,7 +56,7 @@ const VALUES = `id, kind, queue, priority,
 // Rows with a dedupe key: a row absorbed by the dedupe index is matched by its (kind, dedupe_key).
 // DO UPDATE (rather than DO NOTHING) makes RETURNING yield the existing job even when it was
 // committed after this statement's snapshot.
-function conflictText(s: string, onConflict: string): string {
+function conflictText(s: string, onConflict: string, notify?: string): string {
   return `${INPUT(s)}, ins AS (
   INSERT INTO ${s}.jobs AS j (${COLUMNS})
   SELECT ${VALUES}
@@ -60,7 +65,7 @@ function conflictText(s: string, onConflict: string): string {
   DO UPDATE SET ${onConflict}
   RETURNING j.id, j.kind, j.dedupe_key
 )
-SELECT coalesce(a.id, b.id)::text AS id, a.id IS NULL AS deduped
+SELECT coalesce(a.id, b.id)::text AS id, a.id IS NULL AS deduped${notify ?? ''}
 FROM input i
 LEFT JOIN ins a ON a.id = i.id
 LEFT JOIN ins b ON a.id IS NULL AND b.kind = i.kind AND b.dedupe_key = i.dedupe_key
@@ -84,7 +89,22 @@ SELECT id::text, false AS deduped FROM input ORDER BY ord`,
     // A plain dedupe hit leaves the pending job as it is.
     insert: set.named('job_insert', (s) => conflictText(s, 'dedupe_key = EXCLUDED.dedupe_key')),
     // A debounced hit moves the pending job's run time and keeps the latest payload.
-    insertDebounced: set.named('job_insert_debounced', (s) => conflictText(s, 'run_at = EXCLUDED.run_at, payload = EXCLUDED.payload')),
+    // A debounced hit moved a pending job's run time: the insert trigger did not see it, so the
+    // statement says when it is due (schema names are plain identifiers, safe as a literal).
+    insertDebounced: set.named('job_insert_debounced', (s) =>
+      conflictText(
+        s,
+        'run_at = EXCLUDED.run_at, payload = EXCLUDED.payload',
+        `, CASE WHEN a.id IS NULL THEN pg_notify('${set.schema}:jobs', i.queue || ' ' || ceil(coalesce(i.delay_ms, 0))::bigint) END AS notified`,
+      ),
+    ),
+    viaSql: set.named(
+      'job_enqueue_sql',
+      (s) => `SELECT e.job_id::text AS id, e.deduped FROM ${s}.enqueue_job($1, $2::jsonb, queue => $3, run_at => $4, priority => $5,
+          max_attempts => $6, dedupe_key => $7, debounce => $8::float8 * interval '1 millisecond',
+          expires_at => coalesce($9, now() + $10::float8 * interval '1 millisecond'),
+          trace_context => $12::jsonb, delay => $11::float8 * interval '1 millisecond') e`,
+    ),
   };
 }
 export type JobInsertStatements = ReturnType<typeof jobInsertStatements>;
@@ -106,7 +126,8 @@ export async function jobInsert(
 ): Promise<JobInsertResult[]> {
   const keyed = rows.some((r) => r.dedupeKey !== null);
   const stmt = !keyed ? stmts.insertPlain : debounced ? stmts.insertDebounced : stmts.insert;
-  return run<JobInsertResult>(db, stmt, [`[${rows.map(rowJson).join(',')}]`]);
+  const out = await run<JobInsertResult>(db, stmt, [`[${rows.map(rowJson).join(',')}]`]);
+  return debounced ? out.map((r) => ({ id: r.id, deduped: r.deduped })) : out;
 }
 
 /** An enqueue through the schema's SQL function: NULL options take the kind's registered defaults. */
@@ -122,25 +143,20 @@ export interface SqlEnqueueRow {
   debounceMs: number | null;
   expiresAt: Date | null;
   maxAgeMs: number | null;
+  /** W3C trace context as JSON text, or null. */
+  traceContext?: string | null;
 }
 
 /**
- * Enqueues through the SQL `enqueue()` function (kinds this process does not define, e.g. the CLI).
- * `deduped` is read from the statement's snapshot: a job the function just inserted is not visible
- * to the statement that called it, a pending job that absorbed the call is.
+ * Enqueues through the SQL `enqueue_job()` function: kinds this process does not define (e.g. the
+ * CLI), and keys of the `active`, `ever` and `within` dedupe scopes, whose rules live there. The
+ * function says itself whether an existing job absorbed the call.
  */
-export async function jobEnqueueViaSql(db: Executor, set: StatementSet, r: SqlEnqueueRow): Promise<JobInsertResult> {
+export async function jobEnqueueViaSql(db: Executor, stmts: JobInsertStatements, r: SqlEnqueueRow): Promise<JobInsertResult> {
   const [row] = await run<JobInsertResult>(
     db,
-    set.plain(
-      (s) => `WITH e AS (
-        SELECT ${s}.enqueue($1, $2::jsonb, queue => $3, run_at => $4, priority => $5, max_attempts => $6, dedupe_key => $7,
-          debounce => $8::float8 * interval '1 millisecond',
-          expires_at => coalesce($9, now() + $10::float8 * interval '1 millisecond'),
-          delay => $11::float8 * interval '1 millisecond') AS id)
-      SELECT e.id::text AS id, EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.id = e.id) AS deduped FROM e`,
-    ),
-    [r.kind, r.payload, r.queue, r.runAt, r.priority, r.maxAttempts, r.dedupeKey, r.debounceMs, r.expiresAt, r.maxAgeMs, r.delayMs],
+    stmts.viaSql,
+    [r.kind, r.payload, r.queue, r.runAt, r.priority, r.maxAttempts, r.dedupeKey, r.debounceMs, r.expiresAt, r.maxAgeMs, r.delayMs, r.traceContext ?? null],
   );
   return row!;
 }

@@ -1,3 +1,4 @@
+import { keyRelease, runReleasingKeys } from './dedupe-sql.js';
 import { run, runCount, type Executor } from './executor.js';
 import type { StatementSet } from './statements.js';
 
@@ -14,11 +15,13 @@ export interface RescuedRow {
 /** Leader-free maintenance statements: each is one atomic UPDATE or DELETE, safe to run on many processes at once. */
 export function jobMaintenanceStatements(set: StatementSet) {
   return {
-    // Expired leases: at-least-once jobs go back to available (the attempt counts; discarded when
-    // none is left), at-most-once jobs whose start was recorded are abandoned for an operator, and
-    // at-most-once jobs that never started go back to available with their attempt returned.
-    // SKIP LOCKED so two rescuers never fight, and a job a worker is completing right now is left
-    // to that worker.
+    // Expired leases. A job whose handler never started (started_at is NULL: it waited in the
+    // worker for a slot, or an at-most-once job whose start was not recorded) goes back to
+    // available with its attempt returned, whatever its delivery: a crash never uses up an attempt
+    // of a job that did not run (issue 11, bug 3). Otherwise at-least-once jobs go back to
+    // available (the attempt counts; discarded when none is left) and at-most-once jobs are
+    // abandoned for an operator. SKIP LOCKED so two rescuers never fight, and a job a worker is
+    // completing right now is left to that worker.
     rescue: set.plain(
       (s) => `
 WITH expired AS (
@@ -29,20 +32,21 @@ WITH expired AS (
   FOR UPDATE SKIP LOCKED
 ), upd AS (
   UPDATE ${s}.jobs j SET
-    state = CASE WHEN j.at_most_once AND j.started_at IS NULL THEN 'available'
+    state = CASE WHEN j.started_at IS NULL THEN 'available'
                  WHEN j.at_most_once THEN 'abandoned'
                  WHEN j.attempt >= j.max_attempts THEN 'discarded' ELSE 'available' END::${s}.job_state,
-    attempt = CASE WHEN j.at_most_once AND j.started_at IS NULL THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
+    attempt = CASE WHEN j.started_at IS NULL THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
     run_at = now(),
     errors = ${s}.append_error(j.errors, jsonb_build_object(
       'attempt', j.attempt, 'at', now(), 'kind', 'lease-expired',
       'message', 'lease expired: worker ' || coalesce(j.lease_owner, '?') || ' stopped renewing it (crashed, paused or cut off)'
-                 || CASE WHEN j.at_most_once AND j.started_at IS NULL THEN ' before the handler started' ELSE '' END)),
-    reason = CASE WHEN j.at_most_once AND j.started_at IS NULL THEN j.reason
+                 || CASE WHEN j.started_at IS NULL THEN ' before the handler started' ELSE '' END)),
+    reason = CASE WHEN j.started_at IS NULL THEN j.reason
                   WHEN j.at_most_once THEN 'at-most-once job abandoned: its worker ' || coalesce(j.lease_owner, '?') || ' stopped while it ran'
                   WHEN j.attempt >= j.max_attempts THEN 'attempts exhausted (last one lost its lease)'
                   ELSE j.reason END,
-    finished_at = CASE WHEN (j.at_most_once AND j.started_at IS NOT NULL) OR (NOT j.at_most_once AND j.attempt >= j.max_attempts) THEN now() END,
+    finished_at = CASE WHEN j.started_at IS NOT NULL AND (j.at_most_once OR j.attempt >= j.max_attempts) THEN now() END,
+    ${keyRelease(s, 'j', 'j.started_at IS NULL OR (NOT j.at_most_once AND j.attempt < j.max_attempts)')},
     lease_owner = NULL, lease_expires_at = NULL
   FROM expired WHERE j.id = expired.id
   RETURNING j.id, j.kind, j.queue, j.state, j.attempt, expired.lease_owner AS owner
@@ -63,14 +67,27 @@ UPDATE ${s}.jobs j SET state = 'expired', finished_at = now(),
 FROM due WHERE j.id = due.id
 RETURNING j.id::text, j.kind, j.queue`,
     ),
+    // A pruned job takes its 'ever' dedupe key with it, in the same statement (an enqueue waiting
+    // on that key row then sees it gone and takes the key).
     prune: set.plain(
       (s) => `
 WITH doomed AS (
   SELECT id FROM ${s}.jobs
   WHERE state = $1::${s}.job_state AND finished_at < now() - $2::float8 * interval '1 millisecond'
   LIMIT $3
+), gone AS (
+  DELETE FROM ${s}.jobs j USING doomed WHERE j.id = doomed.id RETURNING j.id, j.dedupe_scope
+), keys AS (
+  DELETE FROM ${s}.dedupe_keys k USING gone WHERE gone.dedupe_scope = 'ever' AND k.job_id = gone.id AND k.expires_at IS NULL
 )
-DELETE FROM ${s}.jobs j USING doomed WHERE j.id = doomed.id`,
+SELECT count(*)::int AS n FROM gone`,
+    ),
+    // 'within' keys past their period hold nothing; deleting them only keeps the table small.
+    pruneKeys: set.plain(
+      (s) => `
+DELETE FROM ${s}.dedupe_keys k USING (
+  SELECT kind, key FROM ${s}.dedupe_keys WHERE expires_at < now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
+) d WHERE k.kind = d.kind AND k.key = d.key AND k.expires_at < now()`,
     ),
   };
 }
@@ -78,7 +95,7 @@ export type JobMaintenanceStatements = ReturnType<typeof jobMaintenanceStatement
 
 /** Takes back up to `limit` jobs whose lease expired; wakes workers of the queues that got work. */
 export function jobRescue(db: Executor, st: JobMaintenanceStatements, limit: number, channel: string): Promise<RescuedRow[]> {
-  return run<RescuedRow>(db, st.rescue, [limit, channel]);
+  return runReleasingKeys<RescuedRow>(db, st.rescue, [limit, channel]);
 }
 
 /** Marks up to `limit` pending jobs past their deadline as expired. */
@@ -87,12 +104,18 @@ export function jobExpire(db: Executor, st: JobMaintenanceStatements, limit: num
 }
 
 /** Deletes up to `limit` jobs in `state` that finished more than `olderThanMs` ago; returns how many. */
-export function jobPrune(
+export async function jobPrune(
   db: Executor,
   st: JobMaintenanceStatements,
   state: string,
   olderThanMs: number,
   limit: number,
 ): Promise<number> {
-  return runCount(db, st.prune, [state, olderThanMs, limit]);
+  const [row] = await run<{ n: number }>(db, st.prune, [state, olderThanMs, limit]);
+  return row?.n ?? 0;
+}
+
+/** Deletes up to `limit` dedupe keys of the 'within' scope whose period is over; returns how many. */
+export function dedupeKeyPrune(db: Executor, st: JobMaintenanceStatements, limit: number): Promise<number> {
+  return runCount(db, st.pruneKeys, [limit]);
 }

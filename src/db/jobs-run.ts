@@ -1,3 +1,4 @@
+import { keyRelease, runReleasingKeys } from './dedupe-sql.js';
 import { run, type Executor } from './executor.js';
 import type { JobErrorEntry } from './job-row.js';
 import type { StatementSet } from './statements.js';
@@ -37,6 +38,11 @@ export interface ClaimedRow {
  */
 const FENCED = `j.id = ANY($1::bigint[]) AND j.lease_token = ANY($2::bigint[]) AND j.state = 'running'`;
 
+/** Records that held jobs' handlers started (ids and tokens in the given parameters), fenced like FENCED. */
+const MARK = (s: string, ids: string, tokens: string) => `
+UPDATE ${s}.jobs m SET started_at = now()
+WHERE m.id = ANY(${ids}::bigint[]) AND m.lease_token = ANY(${tokens}::bigint[]) AND m.state = 'running' AND m.started_at IS NULL`;
+
 /** The worker's statements of one schema: the hot path, every write fenced by the lease token. */
 export function jobRunStatements(set: StatementSet) {
   return {
@@ -46,8 +52,12 @@ export function jobRunStatements(set: StatementSet) {
     // The UPDATE finds the picked rows through `id = ANY (ARRAY(...))`, a primary-key index scan:
     // joining the CTE instead let the generic plan (which guesses the LIMIT at 10 % of the table)
     // hash-join a sequential scan of every row, finished ones included.
-    // An at-most-once job gets no started_at here: the worker records the start just before its
-    // handler runs (jobStart), so a job claimed but never started is not abandoned after a crash.
+    // started_at records that a handler started. Only the first $6 rows in claim order (the ones
+    // the worker starts at once) get it here; the rest wait in the worker for a slot, and their
+    // start is recorded when it happens (the `marks` of the completion statements), so a crash
+    // gives back the attempt of a job that never ran (issue 11, bug 3). `(ARRAY(...))[1:$6]` is an
+    // InitPlan run once; `= ANY` over it costs $6 comparisons per row. An at-most-once job gets no
+    // started_at here: the worker records its start before the handler runs (jobStart).
     claim: set.named(
       'job_claim',
       (s) => `
@@ -65,7 +75,8 @@ UPDATE ${s}.jobs j SET
   lease_token = CASE WHEN j.expires_at <= now() THEN j.lease_token ELSE nextval('${s}.lease_token_seq') END,
   lease_owner = CASE WHEN j.expires_at <= now() THEN NULL ELSE $4 END,
   lease_expires_at = CASE WHEN j.expires_at <= now() THEN NULL ELSE now() + $5::float8 * interval '1 millisecond' END,
-  started_at = CASE WHEN j.expires_at <= now() THEN j.started_at WHEN j.at_most_once THEN NULL ELSE now() END,
+  started_at = CASE WHEN j.expires_at <= now() THEN j.started_at WHEN j.at_most_once THEN NULL
+                    WHEN j.id = ANY ((ARRAY(SELECT id FROM picked))[1:$6::int]) THEN now() END,
   finished_at = CASE WHEN j.expires_at <= now() THEN now() END,
   reason = CASE WHEN j.expires_at <= now() THEN 'not started before its deadline ' || j.expires_at::text ELSE j.reason END
 WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
@@ -93,11 +104,25 @@ WHERE id = $1 AND lease_token = $2 AND state = 'running'
 RETURNING id::text`,
     ),
     // Batched completion: (id, token) pairs; a pair whose token is stale matches nothing and is
-    // reported back as refused.
+    // reported back as refused. A job that started from the worker's held jobs and finishes before
+    // its start mark was written gets its start here (within one batch of the truth).
     complete: set.named(
       'job_complete',
       (s) => `
-UPDATE ${s}.jobs j SET state = 'completed', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
+UPDATE ${s}.jobs j SET state = 'completed', finished_at = now(), started_at = coalesce(j.started_at, now()),
+  lease_owner = NULL, lease_expires_at = NULL
+WHERE ${FENCED}
+RETURNING j.lease_token::text AS token`,
+    ),
+    // The same, carrying the start marks of other jobs ($3 ids, $4 tokens: held jobs whose handler
+    // started since the last write) in the same statement, so recording starts costs no round trip.
+    // The two sets are disjoint (the worker leaves a job that completes out of the marks).
+    completeMarked: set.named(
+      'job_complete_marked',
+      (s) => `
+WITH marked AS (${MARK(s, '$3', '$4')})
+UPDATE ${s}.jobs j SET state = 'completed', finished_at = now(), started_at = coalesce(j.started_at, now()),
+  lease_owner = NULL, lease_expires_at = NULL
 WHERE ${FENCED}
 RETURNING j.lease_token::text AS token`,
     ),
@@ -110,6 +135,16 @@ DELETE FROM ${s}.jobs j
 WHERE ${FENCED}
 RETURNING j.lease_token::text AS token`,
     ),
+    completeDeleteMarked: set.named(
+      'job_complete_delete_marked',
+      (s) => `
+WITH marked AS (${MARK(s, '$3', '$4')})
+DELETE FROM ${s}.jobs j
+WHERE ${FENCED}
+RETURNING j.lease_token::text AS token`,
+    ),
+    // Start marks alone, when no completion carried them soon enough.
+    mark: set.named('job_mark_started', (s) => MARK(s, '$1', '$2')),
     // One failed attempt: back to available after a delay, or held, or discarded. Fenced by token.
     fail: set.named(
       'job_fail',
@@ -120,11 +155,25 @@ UPDATE ${s}.jobs SET
   -- The entry's time is the database's, like every other time of a job: a worker's clock may be off.
   errors = ${s}.append_error(errors, $5::jsonb || jsonb_build_object('at', now())),
   reason = $6,
+  started_at = coalesce(started_at, now()),
   finished_at = CASE WHEN $3 IN ('discarded', 'completed') THEN now() END,
   max_attempts = CASE WHEN $7::boolean AND $3 = 'available' THEN greatest(max_attempts, attempt + 1) ELSE max_attempts END,
+  ${keyRelease(s, 'jobs', `$3 = 'available'`)},
   lease_owner = NULL, lease_expires_at = NULL
 WHERE id = $1 AND lease_token = $2 AND state = 'running'
 RETURNING id::text`,
+    ),
+    // The fence of a handler's own transaction (ctx.transaction): run inside it just before COMMIT.
+    // FOR UPDATE keeps a rescue or a cancel from changing the job until the transaction ends, so
+    // its writes commit only while this attempt holds the lease.
+    fence: set.named(
+      'job_fence',
+      (s) => `SELECT 1 AS held FROM ${s}.jobs WHERE id = $1 AND lease_token = $2 AND state = 'running' FOR UPDATE`,
+    ),
+    // The latest progress a handler reported (ctx.progress), fenced like every write of the attempt.
+    progress: set.named(
+      'job_progress',
+      (s) => `UPDATE ${s}.jobs SET progress = $3::jsonb WHERE id = $1 AND lease_token = $2 AND state = 'running' RETURNING id::text`,
     ),
     heartbeat: set.named(
       'job_heartbeat',
@@ -146,6 +195,7 @@ WITH r AS (
     finished_at = CASE WHEN j.at_most_once AND x.started THEN now() END,
     reason = CASE WHEN j.at_most_once AND x.started THEN 'at-most-once job interrupted by shutdown of ' || j.lease_owner ELSE j.reason END,
     errors = CASE WHEN x.started THEN ${s}.append_error(j.errors, x.err::jsonb || jsonb_build_object('at', now())) ELSE j.errors END,
+    ${keyRelease(s, 'j', 'NOT (j.at_most_once AND x.started)')},
     lease_owner = NULL, lease_expires_at = NULL
   FROM unnest($1::bigint[], $2::bigint[], $3::bool[], $4::text[]) AS x(id, token, started, err)
   WHERE j.id = x.id AND j.lease_token = x.token AND j.state = 'running' AND j.id = ANY($1::bigint[])
@@ -157,17 +207,21 @@ SELECT r.id::text, r.state, pg_notify($5, r.queue) IS NULL AS notified FROM r`,
 }
 export type JobRunStatements = ReturnType<typeof jobRunStatements>;
 
-/** Claims up to `limit` jobs of `kinds` from `queue` under a lease owned by `owner`. */
+/**
+ * Claims up to `limit` jobs of `kinds` from `queue` under a lease owned by `owner`; the first
+ * `startNow` in claim order are recorded as started (the worker runs them at once).
+ */
 export function jobClaim(
   db: Executor,
   st: JobRunStatements,
   queue: string,
   kinds: readonly string[],
   limit: number,
+  startNow: number,
   owner: string,
   leaseMs: number,
 ): Promise<ClaimedRow[]> {
-  return run<ClaimedRow>(db, st.claim, [queue, kinds, limit, owner, leaseMs]);
+  return run<ClaimedRow>(db, st.claim, [queue, kinds, limit, owner, leaseMs, startNow]);
 }
 
 /** Records that the handlers of these claimed jobs start now; returns the lease tokens that still held. */
@@ -181,10 +235,33 @@ export async function jobExpireHeld(db: Executor, st: JobRunStatements, id: stri
   return (await run(db, st.expireHeld, [id, token])).length === 1;
 }
 
-/** Completes jobs (or deletes them, with `remove`); returns the lease tokens that still held (the others were refused). */
-export async function jobComplete(db: Executor, st: JobRunStatements, ids: string[], tokens: string[], remove = false): Promise<Set<string>> {
-  const rows = await run<{ token: string }>(db, remove ? st.completeDelete : st.complete, [ids, tokens]);
+/** Held jobs whose handlers started, to record with the next write: ids and tokens, in the same order. */
+export interface StartMarks {
+  ids: string[];
+  tokens: string[];
+}
+
+/**
+ * Completes jobs (or deletes them, with `remove`), recording `marks` in the same statement;
+ * returns the lease tokens that still held (the others were refused).
+ */
+export async function jobComplete(
+  db: Executor,
+  st: JobRunStatements,
+  ids: string[],
+  tokens: string[],
+  remove = false,
+  marks?: StartMarks,
+): Promise<Set<string>> {
+  const marked = marks !== undefined && marks.ids.length > 0;
+  const stmt = remove ? (marked ? st.completeDeleteMarked : st.completeDelete) : marked ? st.completeMarked : st.complete;
+  const rows = await run<{ token: string }>(db, stmt, marked ? [ids, tokens, marks.ids, marks.tokens] : [ids, tokens]);
   return new Set(rows.map((r) => r.token));
+}
+
+/** Records that held jobs' handlers started (no completion carried the marks soon enough). */
+export async function jobMarkStarted(db: Executor, st: JobRunStatements, marks: StartMarks): Promise<void> {
+  await run(db, st.mark, [marks.ids, marks.tokens]);
 }
 
 /** The outcome of one failed attempt, decided by the jobs layer. */
@@ -199,8 +276,18 @@ export interface FailOutcome {
 
 /** Records a failed attempt; false when the token was stale (the write was refused). */
 export async function jobFail(db: Executor, st: JobRunStatements, id: string, token: string, o: FailOutcome): Promise<boolean> {
-  const rows = await run(db, st.fail, [id, token, o.state, o.delayMs, JSON.stringify(o.error), o.reason, o.grantAttempt]);
+  const rows = await runReleasingKeys(db, st.fail, [id, token, o.state, o.delayMs, JSON.stringify(o.error), o.reason, o.grantAttempt]);
   return rows.length === 1;
+}
+
+/** Inside a transaction: whether this attempt still holds the job's lease (and, if so, keeps it until the transaction ends). */
+export async function jobFence(tx: Executor, st: JobRunStatements, id: string, token: string): Promise<boolean> {
+  return (await run(tx, st.fence, [id, token])).length === 1;
+}
+
+/** Stores the handler's latest progress; false when the lease was no longer held. */
+export async function jobProgress(db: Executor, st: JobRunStatements, id: string, token: string, json: string): Promise<boolean> {
+  return (await run(db, st.progress, [id, token, json])).length === 1;
 }
 
 /** Extends leases; returns the lease tokens still held. */
@@ -230,7 +317,7 @@ export async function jobRelease(
   rows: readonly ReleaseRow[],
   channel: string,
 ): Promise<{ id: string; state: string }[]> {
-  return run(db, st.release, [
+  return runReleasingKeys(db, st.release, [
     rows.map((r) => r.id),
     rows.map((r) => r.token),
     rows.map((r) => r.started),

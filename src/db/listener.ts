@@ -1,6 +1,10 @@
 import pg from 'pg';
 import { trackResource } from '../lifecycle/resources.js';
+import type { Executor } from './executor.js';
 import { quoteIdent } from './identifiers.js';
+import { ListenerProof, type ProofState } from './listener-proof.js';
+
+export type { ProofState } from './listener-proof.js';
 
 /** What the listener reports. */
 export interface ListenerEvents {
@@ -10,6 +14,11 @@ export interface ListenerEvents {
   onConnected(): void;
   /** The connection was lost (or a health check failed); it reconnects by itself. */
   onLost(error: Error): void;
+  /**
+   * The proof after a (re)connect settled: the listener heard its own notification (`true`; a late
+   * echo counts), or not within the bound, or it could not be sent (`false`, with why).
+   */
+  onProof?(proven: boolean, reason?: string): void;
 }
 
 export interface ListenerOptions {
@@ -22,12 +31,23 @@ export interface ListenerOptions {
   /** Upper bound of the reconnect back-off. */
   maxReconnectDelayMs: number;
   applicationName: string;
+  /**
+   * Prove after each (re)connect that notifications sent through `via` (the shared pool) reach
+   * this connection, waiting `timeoutMs` for the echo, before listening on `channels`. Default: no proof.
+   */
+  proof?: { via: Executor; timeoutMs: number };
 }
 
 /**
  * A dedicated connection that LISTENs for wake-up hints. Notifications are only hints: it
  * reconnects with back-off when the link dies (including a silent cut, found by a periodic probe),
  * and reports every (re)connect so the worker fetches at once.
+ *
+ * With a proof (see {@link ListenerProof}) it first listens on a channel of its own and proves it;
+ * only a proven connection LISTENs on the real channels. Through a transaction-mode pooler the
+ * proof fails and the real channels are never LISTENed there — which would register them on a
+ * pooled server connection, where every job's notification lands in some other client's
+ * transaction or in the pooler's log (`got packet 'A' from server when not linked`).
  */
 export class Listener {
   private client: pg.Client | undefined;
@@ -37,15 +57,33 @@ export class Listener {
   private attempts = 0;
   private release: (() => void) | undefined;
   private connecting: Promise<void> | undefined;
+  /** LISTENing on the real channels (after the proof, when there is one). */
+  private listening = false;
+  private readonly proofer: ListenerProof | undefined;
 
   constructor(
     private readonly options: ListenerOptions,
     private readonly events: ListenerEvents,
-  ) {}
+  ) {
+    const proof = options.proof;
+    if (proof) {
+      this.proofer = new ListenerProof(proof.via, proof.timeoutMs, (proven, reason) => {
+        // Proven is reported once the real channels are listened to (listenChannels), so whoever
+        // hears of it finds the listener connected.
+        if (!proven) this.events.onProof?.(false, reason);
+        else if (this.client) void this.listenChannels(this.client);
+      });
+    }
+  }
 
-  /** Whether the listener holds a live, listening connection right now. */
+  /** Whether the listener holds a live connection listening on its channels right now. */
   get connected(): boolean {
-    return this.client !== undefined;
+    return this.client !== undefined && this.listening;
+  }
+
+  /** Whether notifications were proven to reach this listener since it last connected. */
+  get proof(): ProofState {
+    return this.proofer?.state ?? { proven: undefined };
   }
 
   /** Starts listening; resolves after the first attempt (connected or scheduled to retry). */
@@ -64,6 +102,8 @@ export class Listener {
     clearInterval(this.healthTimer);
     this.reconnectTimer = undefined;
     this.healthTimer = undefined;
+    this.proofer?.reset();
+    this.listening = false;
     await this.connecting?.catch(() => undefined);
     const client = this.client;
     this.client = undefined;
@@ -96,10 +136,15 @@ export class Listener {
     });
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('listener connection ended')));
-    client.on('notification', (msg) => this.events.onNotify(msg.channel, msg.payload ?? ''));
+    client.on('notification', (msg) => {
+      if (this.proofer && msg.channel === this.proofer.channel) {
+        if (this.client === client) this.proofer.heard(msg.payload ?? '');
+      } else this.events.onNotify(msg.channel, msg.payload ?? '');
+    });
     try {
       await client.connect();
-      for (const channel of this.options.channels) await client.query(`LISTEN ${quoteIdent(channel)}`);
+      const channels = this.proofer ? [this.proofer.channel] : this.options.channels;
+      for (const channel of channels) await client.query(`LISTEN ${quoteIdent(channel)}`);
     } catch (err) {
       client.removeAllListeners('end');
       await client.end().catch(() => undefined);
@@ -116,6 +161,25 @@ export class Listener {
     clearInterval(this.healthTimer);
     this.healthTimer = setInterval(() => this.probe(client), this.options.healthCheckMs);
     this.healthTimer.unref();
+    if (this.proofer) this.proofer.begin();
+    else {
+      this.listening = true;
+      this.events.onConnected();
+    }
+  }
+
+  /** After the proof: trade the proof's channel for the real ones, then report the (re)connect. */
+  private async listenChannels(client: pg.Client): Promise<void> {
+    try {
+      await client.query(`UNLISTEN ${quoteIdent(this.proofer!.channel)}`);
+      for (const channel of this.options.channels) await client.query(`LISTEN ${quoteIdent(channel)}`);
+    } catch (err) {
+      this.lost(client, err instanceof Error ? err : new Error(String(err)));
+      return;
+    }
+    if (this.client !== client || this.stopped) return;
+    this.listening = true;
+    this.events.onProof?.(true);
     this.events.onConnected();
   }
 
@@ -129,6 +193,7 @@ export class Listener {
       () => {
         settled = true;
         clearTimeout(timer);
+        this.proofer?.retryIfUnsent();
       },
       (err: unknown) => {
         settled = true;
@@ -141,6 +206,8 @@ export class Listener {
   private lost(client: pg.Client, error: Error): void {
     if (this.client !== client) return;
     this.client = undefined;
+    this.listening = false;
+    this.proofer?.reset();
     clearInterval(this.healthTimer);
     this.healthTimer = undefined;
     client.removeAllListeners('end');

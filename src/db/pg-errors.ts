@@ -38,6 +38,18 @@ function fromOurSqlState(err: PgErrorLike): NightshiftError | undefined {
   }
 }
 
+/**
+ * The SQLSTATE when `err` says that our named statement `name` is not the one the server connection
+ * has: 42P05 (`prepared statement "…" already exists`: another client prepared it on this server
+ * connection) or 26000 (`… does not exist`: it was prepared on another one). Behind a
+ * transaction-mode pooler both mean the server connection changed under the client.
+ */
+export function preparedStatementCollision(err: unknown, name: string): '42P05' | '26000' | undefined {
+  const e = (err ?? {}) as PgErrorLike;
+  if (e.code !== '42P05' && e.code !== '26000') return undefined;
+  return (e.message ?? '').includes(`"${name}"`) ? e.code : undefined;
+}
+
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
 
 /** Turns an error from the pg driver into a nightshift error (ours pass through unchanged). */

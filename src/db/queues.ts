@@ -36,12 +36,13 @@ ORDER BY 1`,
     ),
     registerKinds: set.plain(
       (s) => `
-INSERT INTO ${s}.kinds (kind, queue, priority, max_attempts, at_most_once, updated_at)
-SELECT * , now() FROM unnest($1::text[], $2::text[], $3::smallint[], $4::int[], $5::bool[])
+INSERT INTO ${s}.kinds (kind, queue, priority, max_attempts, at_most_once, dedupe_scope, dedupe_within_ms, updated_at)
+SELECT * , now() FROM unnest($1::text[], $2::text[], $3::smallint[], $4::int[], $5::bool[], $6::text[], $7::bigint[])
 ON CONFLICT (kind) DO UPDATE SET queue = EXCLUDED.queue, priority = EXCLUDED.priority,
-  max_attempts = EXCLUDED.max_attempts, at_most_once = EXCLUDED.at_most_once, updated_at = now()
-WHERE (${s}.kinds.queue, ${s}.kinds.priority, ${s}.kinds.max_attempts, ${s}.kinds.at_most_once)
-  IS DISTINCT FROM (EXCLUDED.queue, EXCLUDED.priority, EXCLUDED.max_attempts, EXCLUDED.at_most_once)`,
+  max_attempts = EXCLUDED.max_attempts, at_most_once = EXCLUDED.at_most_once,
+  dedupe_scope = EXCLUDED.dedupe_scope, dedupe_within_ms = EXCLUDED.dedupe_within_ms, updated_at = now()
+WHERE (${s}.kinds.queue, ${s}.kinds.priority, ${s}.kinds.max_attempts, ${s}.kinds.at_most_once, ${s}.kinds.dedupe_scope, ${s}.kinds.dedupe_within_ms)
+  IS DISTINCT FROM (EXCLUDED.queue, EXCLUDED.priority, EXCLUDED.max_attempts, EXCLUDED.at_most_once, EXCLUDED.dedupe_scope, EXCLUDED.dedupe_within_ms)`,
     ),
     setPayloadLimit: set.plain(
       (s) => `INSERT INTO ${s}.settings (key, value) VALUES ('max_payload_bytes', to_jsonb($1::int))
@@ -92,6 +93,9 @@ export interface KindRow {
   priority: number;
   maxAttempts: number;
   atMostOnce: boolean;
+  /** 'pending', 'active', 'ever' or 'within' (with `dedupeWithinMs`). */
+  dedupeScope: string;
+  dedupeWithinMs: number | null;
 }
 
 /** Registers kinds and their defaults for SQL callers. */
@@ -103,6 +107,8 @@ export async function kindRegister(db: Executor, st: QueueStatements, kinds: rea
     kinds.map((k) => k.priority),
     kinds.map((k) => k.maxAttempts),
     kinds.map((k) => k.atMostOnce),
+    kinds.map((k) => k.dedupeScope),
+    kinds.map((k) => k.dedupeWithinMs),
   ]);
 }
 

@@ -68,13 +68,14 @@ const STATE_COLUMNS = (s: string) => `s.name, s.spec, s.last_tick_at, s.paused, 
 export function scheduleStatements(set: StatementSet) {
   return {
     // A changed timing counts from the moment of the change: ticks of the old timing that were
-    // not decided yet are not replayed under the new one.
+    // not decided yet are not replayed under the new one. "The moment" is the database clock; $4
+    // replaces it only for a test clock (nightshift/testing's tick), null everywhere else.
     register: set.plain(
       (s) => `
-INSERT INTO ${s}.schedules AS c (name, spec, job_kind)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+INSERT INTO ${s}.schedules AS c (name, spec, job_kind, last_tick_at)
+SELECT u.name, u.spec, u.kind, coalesce($4::timestamptz, now()) FROM unnest($1::text[], $2::text[], $3::text[]) AS u(name, spec, kind)
 ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, job_kind = EXCLUDED.job_kind, updated_at = now(),
-  last_tick_at = CASE WHEN c.spec <> EXCLUDED.spec THEN greatest(c.last_tick_at, now()) ELSE c.last_tick_at END
+  last_tick_at = CASE WHEN c.spec <> EXCLUDED.spec THEN greatest(c.last_tick_at, EXCLUDED.last_tick_at) ELSE c.last_tick_at END
 WHERE (c.spec, c.job_kind) IS DISTINCT FROM (EXCLUDED.spec, EXCLUDED.job_kind)`,
     ),
     // Operator actions create a missing row but never change the timing in force: a CLI with an
@@ -173,10 +174,13 @@ WHERE d.schedule = old.schedule AND d.tick_at = old.tick_at`,
 }
 export type ScheduleStatements = ReturnType<typeof scheduleStatements>;
 
-/** Creates the rows of schedules first seen, and records a changed timing or job. */
-export async function scheduleRegister(db: Executor, st: ScheduleStatements, rows: readonly ScheduleRegistration[]): Promise<void> {
+/**
+ * Creates the rows of schedules first seen, and records a changed timing or job; both count from
+ * now on the database clock, or from `at` when a test clock gives one.
+ */
+export async function scheduleRegister(db: Executor, st: ScheduleStatements, rows: readonly ScheduleRegistration[], at: Date | null = null): Promise<void> {
   if (rows.length === 0) return;
-  await run(db, st.register, [rows.map((r) => r.name), rows.map((r) => r.spec), rows.map((r) => r.kind)]);
+  await run(db, st.register, [rows.map((r) => r.name), rows.map((r) => r.spec), rows.map((r) => r.kind), at]);
 }
 
 /** Creates a schedule's row when it has none; leaves an existing row as it is. */

@@ -9,6 +9,20 @@ import { nameProblem } from './names.js';
 /** Delivery guarantee of a kind. */
 export type Delivery = 'at-least-once' | 'at-most-once';
 
+/**
+ * How long a job's dedupe key keeps a repeat enqueue from adding a job (see docs/jobs.md):
+ * - `'pending'` (default): while the job is pending (available, scheduled, waiting to retry);
+ * - `'active'`: while it is pending or running;
+ * - `'ever'`: until the job, finished, is pruned;
+ * - `{ withinMs }`: for that long after the enqueue that took the key, whatever became of the job.
+ */
+export type DedupeScope = 'pending' | 'active' | 'ever' | { withinMs: number };
+
+/** The stored name of a scope: 'pending', 'active', 'ever' or 'within'. */
+export function scopeName(scope: DedupeScope): 'pending' | 'active' | 'ever' | 'within' {
+  return typeof scope === 'object' ? 'within' : scope;
+}
+
 /** A logger as handlers see it (a pino logger fits). */
 export interface JobLogger {
   debug(obj: object | string, msg?: string): void;
@@ -38,6 +52,19 @@ export interface JobContext {
   readonly db: Executor;
   /** Enqueues a follow-up job. */
   enqueue<S extends PayloadSchema>(job: JobDefinition<S> | string, payload: SchemaInput<S>, options?: EnqueueOptions): Promise<EnqueueResult>;
+  /**
+   * Runs `fn` in a transaction on the shared pool that commits only while this attempt still holds
+   * the job's lease (a rescued, cancelled or re-claimed job's transaction is rolled back with
+   * LeaseLostError). Enqueue follow-ups in it with `{ db: tx }`: they commit with your writes.
+   */
+  transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T>;
+  /**
+   * Reports how far the job got (any JSON value up to 4 KiB, e.g. `{ done: 40, of: 100 }`), shown by
+   * `jobs show` and kept after the job ends. Written at most once a second; the latest value wins.
+   */
+  progress(value: unknown): void;
+  /** The trace id the job carries (from its stored trace context), if any. */
+  readonly traceId: string | undefined;
 }
 
 /** What a handler may return: nothing (success) or an explicit control result. */
@@ -65,6 +92,27 @@ export interface JobOptions<S extends PayloadSchema> {
   delivery?: Delivery;
   /** Environment variables a process running this kind must have; start-up fails closed naming the missing ones. */
   requiredEnv?: string[];
+  /** How long a dedupe key of this kind holds. Default `'pending'`. */
+  dedupeScope?: DedupeScope;
+  /**
+   * What resolving a held (or abandoned) job means in your domain, run in the resolve's own
+   * transaction (`tx`) after the job's state changed: update your rows there (seed 002: the PSP
+   * row becomes CONFIRMED or FAILED). If it throws, the resolve is rolled back and the error is
+   * the caller's.
+   */
+  onResolve?: (resolution: ResolveInfo<SchemaOutput<S>>, tx: Executor) => Promise<void> | void;
+}
+
+/** What `onResolve` learns about the resolve. */
+export interface ResolveInfo<P = unknown> {
+  jobId: string;
+  kind: string;
+  /** How the operator resolved it. */
+  as: 'completed' | 'failed' | 'retry';
+  /** The job's payload, as stored. */
+  payload: P;
+  actor: string;
+  reason: string | null;
 }
 
 /** A job kind, as returned by {@link defineJob}. */
@@ -79,9 +127,11 @@ export interface JobDefinition<S extends PayloadSchema = PayloadSchema> {
   readonly timeoutMs: number | undefined;
   readonly delivery: Delivery;
   readonly requiredEnv: readonly string[];
+  readonly dedupeScope: DedupeScope;
+  readonly onResolve: ((resolution: ResolveInfo<SchemaOutput<S>>, tx: Executor) => Promise<void> | void) | undefined;
 }
 
-const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery', 'requiredEnv'];
+const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery', 'requiredEnv', 'dedupeScope', 'onResolve'];
 
 /** Environment variable names: letters, digits and _, not starting with a digit. */
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -134,6 +184,17 @@ export function defineJob<S extends PayloadSchema>(options: JobOptions<S>): JobD
     issues.push({ path: 'delivery', message: "must be 'at-least-once' or 'at-most-once'" });
   }
   issues.push(...backoffProblems(o.backoff));
+  const scope = o.dedupeScope;
+  if (
+    scope !== undefined &&
+    scope !== 'pending' &&
+    scope !== 'active' &&
+    scope !== 'ever' &&
+    !(typeof scope === 'object' && scope !== null && Object.keys(scope).join() === 'withinMs' && isInt((scope as { withinMs: unknown }).withinMs, 1, 100 * 365 * 86_400_000))
+  ) {
+    issues.push({ path: 'dedupeScope', message: "must be 'pending', 'active', 'ever' or { withinMs } (a positive integer number of milliseconds)" });
+  }
+  if (o.onResolve !== undefined && typeof o.onResolve !== 'function') issues.push({ path: 'onResolve', message: 'must be a function (resolution, tx) => …' });
   issues.push(...requiredEnvProblems(o.requiredEnv, 'requiredEnv'));
   const label = typeof o.kind === 'string' ? `job "${o.kind}"` : 'job definition';
   if (issues.length) throw new ConfigError(label, issues);
@@ -148,6 +209,8 @@ export function defineJob<S extends PayloadSchema>(options: JobOptions<S>): JobD
     timeoutMs: options.timeoutMs,
     delivery: options.delivery ?? 'at-least-once',
     requiredEnv: Object.freeze([...(options.requiredEnv ?? [])]),
+    dedupeScope: typeof options.dedupeScope === 'object' ? Object.freeze({ withinMs: options.dedupeScope.withinMs }) : (options.dedupeScope ?? 'pending'),
+    onResolve: options.onResolve,
   });
 }
 

@@ -1,7 +1,7 @@
 import { OptionsInvalidError, unknownKey, type Issue } from '../errors.js';
 import { isExecutor, type Executor } from '../db/executor.js';
 import type { JobInsertRow } from '../db/jobs-insert.js';
-import type { JobDefinition } from './define-job.js';
+import { scopeName, type JobDefinition } from './define-job.js';
 import { nameProblem } from './names.js';
 
 /** Options of one enqueue. All optional; the kind's definition gives the defaults. */
@@ -121,8 +121,16 @@ export function resolveEnqueueOptions(def: JobDefinition, options: EnqueueOption
   const expiresAt = parseTime(o.expiresAt, 'expiresAt', issues);
   const maxAgeMs = checkMs(o.maxAgeMs, 'maxAgeMs', issues, 1);
   if (o.expiresAt !== undefined && o.maxAgeMs !== undefined) issues.push({ path: 'maxAgeMs', message: 'give expiresAt or maxAgeMs, not both' });
-  if (runAt && expiresAt && expiresAt <= runAt) issues.push({ path: 'expiresAt', message: 'is not after runAt: the job could never run' });
-  if (delayMs !== null && maxAgeMs !== null && maxAgeMs <= delayMs) issues.push({ path: 'maxAgeMs', message: 'is not longer than delayMs: the job could never run' });
+  // Deadlines the job could never meet. Relative times are measured from this process's clock
+  // here; the database applies them on its own.
+  const debounceFor = typeof o.debounceMs === 'number' && Number.isFinite(o.debounceMs) ? o.debounceMs : null;
+  const startsIn = runAt ? runAt.getTime() - Date.now() : (delayMs ?? debounceFor ?? 0);
+  if (expiresAt && expiresAt.getTime() <= Date.now()) issues.push({ path: 'expiresAt', message: 'is in the past: the job could never run' });
+  else if (runAt && expiresAt && expiresAt <= runAt) issues.push({ path: 'expiresAt', message: 'is not after runAt: the job could never run' });
+  else if (expiresAt && !runAt && expiresAt.getTime() - Date.now() <= startsIn) issues.push({ path: 'expiresAt', message: 'is not after the run time (now + delay): the job could never run' });
+  if (maxAgeMs !== null && maxAgeMs <= startsIn) {
+    issues.push({ path: 'maxAgeMs', message: `is not longer than the time until the job runs (${Math.round(startsIn)} ms): the job could never run` });
+  }
   if (o.priority !== undefined && !(typeof o.priority === 'number' && Number.isInteger(o.priority) && o.priority >= -1000 && o.priority <= 1000)) {
     issues.push({ path: 'priority', message: `must be an integer from -1000 to 1000 (lower runs first), got ${String(o.priority)}` });
   }
@@ -141,17 +149,18 @@ export function resolveEnqueueOptions(def: JobDefinition, options: EnqueueOption
     }
   }
   const debounceMs = checkMs(o.debounceMs, 'debounceMs', issues, 0);
+  const scope = scopeName(def.dedupeScope ?? 'pending');
   if (debounceMs !== null) {
     if (o.dedupeKey === undefined) issues.push({ path: 'debounceMs', message: 'needs a dedupeKey: debounce moves the pending job with the same key' });
     if (o.runAt !== undefined || o.delayMs !== undefined) issues.push({ path: 'debounceMs', message: 'sets the run time itself; drop runAt/delayMs' });
+    if (scope !== 'pending') issues.push({ path: 'debounceMs', message: `moves a pending job, so it needs the 'pending' dedupe scope; kind "${def.kind}" has '${scope}'` });
   }
   if (o.db !== undefined && !isExecutor(o.db)) issues.push({ path: 'db', message: 'must be a pg Client, PoolClient or Pool (something with query())' });
   let traceContext: string | null = null;
   if (o.traceContext !== undefined) {
-    const tc = o.traceContext;
-    if (typeof tc !== 'object' || tc === null || Object.values(tc).some((v) => typeof v !== 'string' || v.length > 1024)) {
-      issues.push({ path: 'traceContext', message: 'must be an object of short strings (traceparent, tracestate)' });
-    } else traceContext = JSON.stringify(tc);
+    const problem = traceContextProblem(o.traceContext);
+    if (problem) issues.push({ path: 'traceContext', message: problem });
+    else traceContext = JSON.stringify(o.traceContext);
   }
   if (issues.length) throw new OptionsInvalidError(`enqueue options for "${def.kind}"`, issues);
   return {
@@ -168,8 +177,26 @@ export function resolveEnqueueOptions(def: JobDefinition, options: EnqueueOption
       expiresAt,
       maxAgeMs,
       traceContext,
+      dedupeScope: scope,
     },
     debounced: debounceMs !== null,
     db: o.db as Executor | undefined,
   };
+}
+
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/**
+ * What is wrong with a W3C trace context to store with a job, or undefined: an object of at most
+ * 8 string fields (keys up to 64, values up to 512 characters) whose `traceparent`, if any, is
+ * well formed. The same rule as the SQL function's `trace_context_problem`.
+ */
+export function traceContextProblem(tc: unknown): string | undefined {
+  if (typeof tc !== 'object' || tc === null || Array.isArray(tc)) return 'must be an object such as { traceparent: "00-…-…-01" }';
+  const entries = Object.entries(tc);
+  if (entries.length > 8) return 'has more than 8 fields';
+  if (entries.some(([k, v]) => typeof v !== 'string' || k.length > 64 || v.length > 512)) return 'fields must be strings (keys up to 64, values up to 512 characters)';
+  const tp = (tc as Record<string, string>).traceparent;
+  if (tp !== undefined && !TRACEPARENT.test(tp)) return 'traceparent is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)';
+  return undefined;
 }

@@ -6,15 +6,22 @@ import type { EventBus } from '../telemetry/events.js';
 import type { JobDefinition } from './define-job.js';
 import { resolveEnqueueOptions, type EnqueueOptions, type EnqueueResult, type ResolvedEnqueue } from './enqueue-options.js';
 import { InsertBatcher } from './insert-batcher.js';
-import type { JobRegistry } from './job-registry.js';
+import { kindRow, type JobRegistry } from './job-registry.js';
+import { kindRegister } from '../db/queues.js';
 import { serialisePayload, toJson } from './payload.js';
 import { endProducerSpan, startProducerSpan } from '../telemetry/tracing.js';
 
 /** Options for one payload of a bulk enqueue: shared, or computed per payload. */
 export type EnqueueManyOptions<P> = EnqueueOptions | ((payload: P, index: number) => EnqueueOptions);
 
-/** Rows per INSERT statement of a bulk enqueue. */
+/** Rows per INSERT statement of a bulk enqueue, at most. */
 const BULK_CHUNK = 5_000;
+/**
+ * Bytes of payload per INSERT statement of a bulk enqueue, at most: the rows travel as one JSON
+ * parameter, and 5,000 payloads of 1 MiB would pass what a JavaScript string and a jsonb value
+ * can hold (issue 11, bug 7). A chunk is cut at this size or at BULK_CHUNK rows, whichever first.
+ */
+const BULK_BYTES = 16 * 1_048_576;
 
 /** Validates and writes jobs: alone, in bulk, or inside the caller's transaction. */
 export class Enqueuer {
@@ -42,7 +49,8 @@ export class Enqueuer {
     if (trace.carrier) r.row.traceContext = JSON.stringify(trace.carrier);
     let result: JobInsertResult;
     try {
-      if (r.db) [result] = (await jobInsert(r.db, this.db.insert, [r.row], r.debounced)) as [JobInsertResult];
+      if (isScoped(r.row)) result = await this.insertScoped(r.db ?? this.db.pool.pool, def, r);
+      else if (r.db) [result] = (await jobInsert(r.db, this.db.insert, [r.row], r.debounced)) as [JobInsertResult];
       else if (r.row.dedupeKey === null) result = await this.batcher.add(r.row);
       else [result] = (await jobInsert(this.db.pool.pool, this.db.insert, [r.row], r.debounced)) as [JobInsertResult];
     } catch (err) {
@@ -88,7 +96,7 @@ export class Enqueuer {
       const carrier = JSON.stringify(trace.carrier);
       for (const r of resolved) r.row.traceContext ??= carrier;
     }
-    const write = (tx: Executor) => this.insertRounds(tx, resolved);
+    const write = (tx: Executor) => this.insertRounds(tx, def, resolved);
     let results: EnqueueResult[];
     try {
       results = callerDb ? await write(callerDb) : await this.db.pool.transaction(write);
@@ -112,7 +120,7 @@ export class Enqueuer {
     const pseudo = { kind, queue: 'default', priority: 0, maxAttempts: 1, delivery: 'at-least-once' } as JobDefinition;
     const r = resolveEnqueueOptions(pseudo, options, json);
     const o = options ?? {};
-    const result = await jobEnqueueViaSql(r.db ?? this.db.pool.pool, this.db.statements, {
+    const result = await jobEnqueueViaSql(r.db ?? this.db.pool.pool, this.db.insert, {
       kind,
       payload: json,
       queue: o.queue ?? null,
@@ -124,9 +132,38 @@ export class Enqueuer {
       debounceMs: r.debounced ? r.row.delayMs : null,
       expiresAt: r.row.expiresAt,
       maxAgeMs: r.row.maxAgeMs,
+      traceContext: r.row.traceContext,
     });
     return result;
   }
+
+  /**
+   * A key of the `active`, `ever` or `within` scope: written through the SQL function, which holds
+   * those rules (and needs the kind registered with its scope, done here once per kind).
+   */
+  private async insertScoped(db: Executor, def: JobDefinition, r: ResolvedEnqueue): Promise<JobInsertResult> {
+    if (!this.registered.has(def.kind)) {
+      await kindRegister(this.db.pool.pool, this.db.queues, [kindRow(def)]);
+      this.registered.add(def.kind);
+    }
+    const row = r.row;
+    return jobEnqueueViaSql(db, this.db.insert, {
+      kind: row.kind,
+      payload: row.payload,
+      queue: row.queue,
+      runAt: row.runAt,
+      delayMs: row.delayMs,
+      priority: row.priority,
+      maxAttempts: row.maxAttempts,
+      dedupeKey: row.dedupeKey,
+      debounceMs: null,
+      expiresAt: row.expiresAt,
+      maxAgeMs: row.maxAgeMs,
+      traceContext: row.traceContext,
+    });
+  }
+
+  private readonly registered = new Set<string>();
 
   /** Waits until coalesced enqueues in flight have settled. */
   async drain(): Promise<void> {
@@ -134,8 +171,9 @@ export class Enqueuer {
   }
 
   // One statement may not touch the same pending job twice, so rows repeating a (kind, key)
-  // already in the round go to the next round, in order; rounds run in one transaction.
-  private async insertRounds(tx: Executor, rows: ResolvedEnqueue[]): Promise<EnqueueResult[]> {
+  // already in the round go to the next round, in order; rounds run in one transaction. Keys of
+  // the other scopes go one by one through the SQL function, in order with their round.
+  private async insertRounds(tx: Executor, def: JobDefinition, rows: ResolvedEnqueue[]): Promise<EnqueueResult[]> {
     const results: EnqueueResult[] = new Array(rows.length);
     let remaining = rows.map((r, i) => ({ r, i }));
     while (remaining.length > 0) {
@@ -150,10 +188,10 @@ export class Enqueuer {
           round.push(item);
         }
       }
+      for (const x of round.filter((x) => isScoped(x.r.row))) results[x.i] = await this.insertScoped(tx, def, x.r);
       for (const debounced of [false, true]) {
-        const part = round.filter((x) => x.r.debounced === debounced);
-        for (let start = 0; start < part.length; start += BULK_CHUNK) {
-          const chunk = part.slice(start, start + BULK_CHUNK);
+        const part = round.filter((x) => x.r.debounced === debounced && !isScoped(x.r.row));
+        for (const chunk of chunks(part, (x) => x.r.row.payload.length)) {
           const out = await jobInsert(tx, this.db.insert, chunk.map((x) => x.r.row) as JobInsertRow[], debounced);
           chunk.forEach((x, k) => (results[x.i] = out[k]!));
         }
@@ -167,6 +205,30 @@ export class Enqueuer {
     if (!this.events.wants('job.enqueued')) return;
     this.events.emit({ type: 'job.enqueued', jobId: result.id, kind: row.kind, queue: row.queue, deduped: result.deduped });
   }
+}
+
+/** Whether a row's key holds in a scope other than `pending` (written through the SQL function). */
+function isScoped(row: JobInsertRow): boolean {
+  return row.dedupeKey !== null && row.dedupeScope !== 'pending';
+}
+
+/** Cuts `items` into runs of at most BULK_CHUNK items and about BULK_BYTES of `size` (a single larger item goes alone). */
+function chunks<T>(items: readonly T[], size: (item: T) => number): T[][] {
+  const out: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const n = size(item);
+    if (current.length > 0 && (current.length >= BULK_CHUNK || bytes + n > BULK_BYTES)) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += n;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
 }
 
 function withIndex(err: unknown, index: number): unknown {

@@ -1,3 +1,5 @@
+import { elideDataUrls } from '../telemetry/data-urls.js';
+
 /**
  * Cleans text before it is stored: NUL bytes removed (PostgreSQL text cannot hold them), lone
  * surrogates replaced, length bounded. A job must never get stuck because its failure could not
@@ -52,10 +54,10 @@ export function describeError(err: unknown): { message: string; stack?: string; 
     const code = read(() => (e as { code?: unknown }).code);
     const text = (message === undefined || message === '' ? '' : textOf(message)) || (name === undefined || name === '' ? '' : textOf(name)) || 'Error';
     return {
-      message: cleanText(text, 4_000),
-      ...(typeof stack === 'string' && stack ? { stack: cleanText(stack, 16_000) } : {}),
+      message: cleanText(elideDataUrls(text), 4_000),
+      ...(typeof stack === 'string' && stack ? { stack: cleanText(elideDataUrls(stack), 16_000) } : {}),
       ...(typeof code === 'string' ? { code: cleanText(code, 100) } : {}),
     };
   }
-  return { message: cleanText(`non-Error thrown: ${textOf(err)}`, 4_000) };
+  return { message: cleanText(elideDataUrls(`non-Error thrown: ${textOf(err)}`), 4_000) };
 }

@@ -3,7 +3,7 @@ import { PayloadInvalidError } from '../errors.js';
 import type { JobDefinition } from './define-job.js';
 import { describeError } from './error-text.js';
 import { isJobControl } from './job-control.js';
-import { backoffDelay } from './retry-policy.js';
+import { backoffDelay, clampDelay } from './retry-policy.js';
 
 /**
  * Decides what a failed attempt leads to. Explicit results win (retry after, discard, hold); an
@@ -21,7 +21,7 @@ export function decideFailure(
   const at = new Date().toISOString();
   const d = describeError(err);
   if (isJobControl(err) && err.action === 'retry') {
-    return { state: 'available', delayMs: Math.max(0, Number.isFinite(err.delayMs) ? err.delayMs : 0), grantAttempt: true, reason: null, error: { attempt, at, kind: 'retry', message: d.message } };
+    return { state: 'available', delayMs: clampDelay(Number(err.delayMs)), grantAttempt: true, reason: null, error: { attempt, at, kind: 'retry', message: d.message } };
   }
   if (isJobControl(err) && err.action === 'discard') {
     return { state: 'discarded', delayMs: 0, grantAttempt: false, reason: d.message, error: { attempt, at, kind: 'discard', message: d.message } };

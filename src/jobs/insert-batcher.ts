@@ -24,6 +24,7 @@ export class InsertBatcher {
     private readonly insert: (rows: JobInsertRow[]) => Promise<JobInsertResult[]>,
     private readonly maxInFlight: number,
     private readonly maxBatch: number,
+    private readonly maxBytes = 16 * 1_048_576,
   ) {}
 
   /** Queues one row; resolves when it is committed. */
@@ -52,7 +53,13 @@ export class InsertBatcher {
 
   private flush(): void {
     while (this.pending.length > 0 && this.inFlight < this.maxInFlight) {
-      const batch = this.pending.splice(0, this.maxBatch);
+      // At most maxBatch rows and about maxBytes of payload: rows travel as one JSON parameter.
+      let n = 0;
+      for (let bytes = 0; n < this.pending.length && n < this.maxBatch; n++) {
+        bytes += this.pending[n]!.row.payload.length;
+        if (n > 0 && bytes > this.maxBytes) break;
+      }
+      const batch = this.pending.splice(0, n);
       this.inFlight++;
       void this.send(batch).finally(() => {
         this.inFlight--;

@@ -1,8 +1,10 @@
 import type { Database } from '../db/database.js';
-import { ADMIN_FROM, jobChange, jobCount, jobGet, jobList, jobStats, type AdminAction, type ChangedRow, type JobFilter, type StatsRow } from '../db/jobs-admin.js';
+import type { Executor } from '../db/executor.js';
+import { ADMIN_FROM, auditEnqueue, jobChange, jobCount, jobGet, jobKeyHolder, jobList, jobStats, type AdminAction, type ChangedRow, type JobFilter, type StatsRow } from '../db/jobs-admin.js';
+import type { JobDefinition } from './define-job.js';
 import { JOB_STATES, toJobRecord, type JobRecord, type JobState } from '../db/job-row.js';
 import { auditList, queueList, queueSetPaused, type AuditRow, type QueueRow } from '../db/queues.js';
-import { InvalidTransitionError, JobNotFoundError, OptionsInvalidError, type Issue } from '../errors.js';
+import { DedupeConflictError, InvalidTransitionError, JobNotFoundError, OptionsInvalidError, type Issue } from '../errors.js';
 import { cleanText } from './error-text.js';
 import type { EventBus } from '../telemetry/events.js';
 import { nameProblem } from './names.js';
@@ -92,6 +94,8 @@ export class JobAdmin {
     protected readonly database: Database,
     private readonly defaultActor: string,
     private readonly adminEvents?: EventBus,
+    /** The definitions this client knows, for a kind's `onResolve`. */
+    private readonly definitions: (kind: string) => JobDefinition | undefined = () => undefined,
   ) {}
 
   /** Jobs matching the filter, newest first. */
@@ -120,13 +124,40 @@ export class JobAdmin {
     return this.changeOne('cancel', id, options);
   }
 
-  /** Resolves a held or abandoned job as completed, failed (discarded) or to be retried. */
+  /**
+   * Resolves a held or abandoned job as completed, failed (discarded) or to be retried. When the
+   * job's kind defines `onResolve`, it runs in the same transaction as the change (and the audit
+   * entry): if it throws, nothing changes and the error is thrown here.
+   */
   async resolveJob(id: string, options: ActorOptions & { as: Resolution }): Promise<JobRecord> {
     const as = options?.as;
     if (as !== 'completed' && as !== 'failed' && as !== 'retry') {
       throw new OptionsInvalidError('resolveJob options', [{ path: 'as', message: "must be 'completed', 'failed' or 'retry'" }]);
     }
-    return this.changeOne(`resolve-${as}`, id, options);
+    return this.changeOne(`resolve-${as}`, id, options, async (row, tx) => {
+      const def = this.definitions(row.kind);
+      if (!def?.onResolve) return;
+      await def.onResolve({ jobId: row.id, kind: row.kind, as, payload: row.payload, actor: this.actor(options), reason: this.reason(options) }, tx);
+    });
+  }
+
+  /**
+   * Runs a pending job now: one due later (`runAt`, `delayMs`, a retry's back-off) or debounced
+   * gets `run_at = now()` and workers are woken; audited. A later debounced enqueue with the same
+   * key may move it again, as it would have before. NS_INVALID_TRANSITION when the job is not
+   * pending (running, finished, held…), NS_JOB_NOT_FOUND when there is none.
+   */
+  async runJobNow(id: string, options: ActorOptions = {}): Promise<JobRecord> {
+    return this.changeOne('run-now', id, options);
+  }
+
+  /**
+   * Writes the audit entry of an enqueue done on someone's behalf (the CLI's `enqueue`): actor,
+   * job id, kind and whether it was deduped — never the payload. Pass the enqueue's `db` to write
+   * it in the same transaction.
+   */
+  async auditEnqueued(job: { id: string; kind: string; deduped: boolean }, options: ActorOptions & { db?: Executor } = {}): Promise<void> {
+    await auditEnqueue(options.db ?? this.database.pool.pool, this.database.admin, this.who(options), { id: checkId(job.id), kind: job.kind, deduped: job.deduped });
   }
 
   /** Retries every job matching the filter (default: discarded ones). Returns how many (or would, with dryRun). */
@@ -173,13 +204,24 @@ export class JobAdmin {
     return auditList(this.database.pool.pool, this.database.queues, options.target ?? null, options.beforeId ?? null, limit);
   }
 
-  private async changeOne(action: AdminAction, id: string, options: ActorOptions): Promise<JobRecord> {
+  private async changeOne(action: AdminAction, id: string, options: ActorOptions, within?: (row: ChangedRow, tx: Executor) => Promise<void>): Promise<JobRecord> {
     const jobId = checkId(id);
-    const rows = await jobChange(this.database.pool.pool, this.database.admin, action, { ids: [jobId] }, this.who(options), 1, this.database.channels);
+    const change = (db: Executor) => jobChange(db, this.database.admin, action, { ids: [jobId] }, this.who(options), 1, this.database.channels);
+    const rows = within
+      ? await this.database.pool.transaction(async (tx) => {
+          const changed = await change(tx);
+          if (changed[0]) await within(changed[0], tx);
+          return changed;
+        })
+      : await change(this.database.pool.pool);
     if (rows.length === 0) {
       const job = await jobGet(this.database.pool.pool, this.database.admin, jobId);
       if (!job) throw new JobNotFoundError(jobId);
-      throw new InvalidTransitionError(jobId, action.replace('-', ' as '), job.state, ADMIN_FROM[action]);
+      if (ADMIN_FROM[action].includes(job.state)) {
+        const holder = await jobKeyHolder(this.database.pool.pool, this.database.admin, jobId);
+        if (holder) throw new DedupeConflictError(jobId, holder);
+      }
+      throw new InvalidTransitionError(jobId, action.startsWith('resolve-') ? action.replace('-', ' as ') : action.replace('-', ' '), job.state, ADMIN_FROM[action]);
     }
     this.emitChanged(action, rows, options);
     return toJobRecord(rows[0]!);

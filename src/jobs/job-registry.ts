@@ -1,6 +1,6 @@
 import { DuplicateKindError, UnknownKindError } from '../errors.js';
 import type { KindRow } from '../db/queues.js';
-import type { JobDefinition } from './define-job.js';
+import { scopeName, type JobDefinition } from './define-job.js';
 
 /** The job kinds a client knows, by kind. */
 export class JobRegistry {
@@ -39,12 +39,19 @@ export class JobRegistry {
 
   /** Rows for the kinds table (defaults SQL callers use). */
   kindRows(): KindRow[] {
-    return this.all().map((d) => ({
-      kind: d.kind,
-      queue: d.queue,
-      priority: d.priority,
-      maxAttempts: d.maxAttempts,
-      atMostOnce: d.delivery === 'at-most-once',
-    }));
+    return this.all().map(kindRow);
   }
+}
+
+/** A kind's row in the kinds table: the defaults and dedupe scope the SQL function applies. */
+export function kindRow(d: JobDefinition): KindRow {
+  return {
+    kind: d.kind,
+    queue: d.queue,
+    priority: d.priority,
+    maxAttempts: d.maxAttempts,
+    atMostOnce: d.delivery === 'at-most-once',
+    dedupeScope: scopeName(d.dedupeScope ?? 'pending'),
+    dedupeWithinMs: typeof d.dedupeScope === 'object' ? d.dedupeScope.withinMs : null,
+  };
 }

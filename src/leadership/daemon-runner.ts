@@ -31,9 +31,11 @@ export interface DaemonRunnerOptions {
   restartDelay?: { initialMs?: number; maxMs?: number };
   /** Where `requiredEnv` is looked up. Default `process.env`. */
   env?: Record<string, string | undefined>;
+  /** Put a failed run's error message and stack in the log line. Default false: they may quote secrets. */
+  logErrorMessages?: boolean;
 }
 
-const KEYS = ['database', 'daemons', 'holder', 'events', 'logger', 'ttlMs', 'retryMs', 'stopTimeoutMs', 'restartDelay', 'env'];
+const KEYS = ['database', 'daemons', 'holder', 'events', 'logger', 'ttlMs', 'retryMs', 'stopTimeoutMs', 'restartDelay', 'env', 'logErrorMessages'];
 const MAX_MS = 2_147_483_647;
 
 function isIntIn(v: unknown, min: number, max: number): v is number {
@@ -98,6 +100,7 @@ export class DaemonRunner {
       ttlMs: options.ttlMs ?? 15_000,
       retryMs: options.retryMs,
       restart: { initialMs, maxMs },
+      errorMessages: options.logErrorMessages === true,
     };
     this.supervisors = options.daemons.map((d) => new DaemonSupervisor(d, settings));
   }

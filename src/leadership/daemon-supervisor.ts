@@ -1,7 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import type { Database } from '../db/database.js';
 import { leaseAssert, leaseStatements, type LeaseStatements } from '../db/leases.js';
-import { FencedError, NightshiftError } from '../errors.js';
+import { FencedError, LeadershipLostError, NightshiftError } from '../errors.js';
+import type { Executor } from '../db/executor.js';
+import { describeError } from '../jobs/error-text.js';
 import type { EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { DaemonContext, DaemonDefinition } from './define-daemon.js';
@@ -17,6 +19,8 @@ export interface SupervisorSettings {
   ttlMs: number;
   retryMs: number | undefined;
   restart: { initialMs: number; maxMs: number };
+  /** Log a failure's message and stack (`logErrorMessages`); otherwise only its name and code. */
+  errorMessages: boolean;
 }
 
 /** What a supervisor reports about its daemon. */
@@ -126,7 +130,11 @@ export class DaemonSupervisor {
     if (signal.aborted) return;
     const ctx = this.context(term, signal);
     let consecutive = 0;
-    while (!signal.aborted) {
+    // term.held() before every run: a process frozen past its lease (SIGSTOP, a long GC pause)
+    // wakes with both the run's delay and the term's deadline expired, and Node gives no order
+    // between the two timers; without this check the run would go once more under a lost term
+    // (issue 11, bug 6).
+    while (!signal.aborted && term.held()) {
       const startedAt = performance.now();
       let failure: unknown;
       this.running = true;
@@ -164,8 +172,11 @@ export class DaemonSupervisor {
     this.failures++;
     const message = err instanceof Error ? err.message : String(err);
     this.lastError = message;
-    // `fencingToken`, not `token`: the default logger redacts any field named token.
-    this.s.logger.error({ err, daemon: this.daemon.name, fencingToken: term.token, restartInMs: Math.round(restartInMs) }, 'daemon run failed; restarting');
+    // `fencingToken`, not `token`: the default logger redacts any field named token. The message
+    // and stack only with `logErrorMessages`, as for jobs: the daemon's code may have put anything
+    // it had in hand into them (the event carries the message for in-process listeners).
+    const error = this.s.errorMessages ? loggableError(err) : { name: errorName(err), ...errorCode(err) };
+    this.s.logger.error({ error, daemon: this.daemon.name, fencingToken: term.token, restartInMs: Math.round(restartInMs) }, 'daemon run failed; restarting');
     this.s.events.emit({ type: 'daemon.failed', name: this.daemon.name, token: term.token, error: message, restartInMs: Math.round(restartInMs) });
   }
 
@@ -179,7 +190,7 @@ export class DaemonSupervisor {
       fencingToken: term.token,
       signal,
       log: this.s.logger.child({ daemon: this.daemon.name, fencingToken: term.token }),
-      db: database.pool.pool,
+      db: guardedExecutor(database.pool.pool, term, leaseName),
       fence,
       transaction: <T>(fn: (tx: Parameters<DaemonContext['fence']>[0]) => Promise<T>) =>
         database.pool.transaction(async (tx) => {
@@ -188,6 +199,39 @@ export class DaemonSupervisor {
         }),
     });
   }
+}
+
+/**
+ * The pool as a daemon sees it: every query first checks that the term still holds by this
+ * process's clock, and refuses (LeadershipLostError) once it does not, so a run that wakes from a
+ * freeze writes nothing more through `ctx.db`. A query sent just before the term ran out can still
+ * land after a successor took over: only writes fenced by the token (`ctx.transaction`,
+ * `ctx.fence`, `assert_lease`) are refused by the database itself (docs/leadership.md).
+ */
+function guardedExecutor(pool: Executor, term: LeaderTerm, leaseName: string): Executor {
+  const check = () => {
+    if (!term.held()) throw new LeadershipLostError(leaseName, term.token, 'expired');
+  };
+  return {
+    query: ((...args: Parameters<Executor['query']>) => {
+      check();
+      return pool.query(...args);
+    }) as Executor['query'],
+  };
+}
+
+function errorName(err: unknown): string {
+  return err instanceof Error ? err.name : typeof err;
+}
+
+function errorCode(err: unknown): { code?: string } {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? { code: code.slice(0, 100) } : {};
+}
+
+/** Message and stack cleaned as they are for storage (no `data:` URLs, bounded). */
+function loggableError(err: unknown): Record<string, unknown> {
+  return { name: errorName(err), ...describeError(err) };
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts. */

@@ -96,12 +96,12 @@ export function defineDaemon(options: DaemonOptions): DaemonDefinition {
   });
 }
 
-/** The environment variables the daemons require that `env` lacks (unset or empty), one issue each. */
+/** The environment variables the daemons require that `env` lacks (unset, empty or blanks only), one issue each. */
 export function missingEnv(daemons: readonly DaemonDefinition[], env: Record<string, string | undefined>): Issue[] {
   const issues: Issue[] = [];
   for (const d of daemons) {
     for (const name of d.requiredEnv) {
-      if (!env[name]) issues.push({ path: `${d.name}.requiredEnv.${name}`, message: `environment variable ${name} is not set; daemon "${d.name}" needs it` });
+      if ((env[name] ?? '').trim() === '') issues.push({ path: `${d.name}.requiredEnv.${name}`, message: `environment variable ${name} is not set (or blank); daemon "${d.name}" needs it` });
     }
   }
   return issues;

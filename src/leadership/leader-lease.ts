@@ -4,6 +4,13 @@ export interface LeaderTerm {
   readonly token: string;
   /** Aborted when the term ends: the lease was lost (not renewed in time, taken over) or released on stop. */
   readonly signal: AbortSignal;
+  /**
+   * Whether the term still holds by this process's monotonic clock: false once the time by which
+   * a renewal had to succeed has passed — even when the timer that would end the term has not run
+   * yet (the process was frozen, and timers fire in no guaranteed order on waking). A false answer
+   * ends the term at once (its signal aborts).
+   */
+  held(): boolean;
 }
 
 /**

@@ -12,6 +12,8 @@ export type { LeaseElectorOptions } from './elector-options.js';
 interface ActiveTerm extends LeaderTerm {
   readonly controller: AbortController;
   deadline: NodeJS.Timeout | undefined;
+  /** performance.now() after which the term no longer holds (see armDeadline). */
+  validUntil: number;
 }
 
 type Why = 'lost' | 'expired' | 'released';
@@ -52,7 +54,8 @@ export class LeaseElector implements LeaderLease {
 
   /** The current term, or undefined when this process is not the leader. */
   get term(): LeaderTerm | undefined {
-    return this.current ? { token: this.current.token, signal: this.current.signal } : undefined;
+    const t = this.current;
+    return t ? { token: t.token, signal: t.signal, held: t.held } : undefined;
   }
 
   /** The resolved timing of this elector (ms): lease, renewal, retry and step-down margin. */
@@ -175,7 +178,19 @@ export class LeaseElector implements LeaderLease {
 
   private elect(token: string, sentAt: number): void {
     const controller = new AbortController();
-    const term: ActiveTerm = { token, signal: controller.signal, controller, deadline: undefined };
+    const term: ActiveTerm = {
+      token,
+      signal: controller.signal,
+      controller,
+      deadline: undefined,
+      validUntil: 0,
+      held: () => {
+        if (this.current !== term) return false;
+        if (performance.now() < term.validUntil) return true;
+        this.depose(term, 'expired');
+        return false;
+      },
+    };
     this.lastToken = token;
     this.current = term;
     this.armDeadline(term, sentAt);
@@ -190,7 +205,8 @@ export class LeaseElector implements LeaderLease {
    */
   private armDeadline(term: ActiveTerm, sentAt: number): void {
     clearTimeout(term.deadline);
-    const remaining = sentAt + this.o.ttlMs - this.o.stepDownMarginMs - performance.now();
+    term.validUntil = sentAt + this.o.ttlMs - this.o.stepDownMarginMs;
+    const remaining = term.validUntil - performance.now();
     if (remaining <= 0) {
       this.depose(term, 'expired');
       return;

@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.js';
-import { jobExpire, jobPrune, jobRescue } from '../db/jobs-maintenance.js';
+import { dedupeKeyPrune, jobExpire, jobPrune, jobRescue } from '../db/jobs-maintenance.js';
 import type { JobState } from '../db/job-row.js';
 import type { EventBus } from '../telemetry/events.js';
 
@@ -71,6 +71,7 @@ export class JobMaintenance {
       }
       result[state as JobState] = n;
     }
+    while ((await dedupeKeyPrune(this.db.pool.pool, this.db.maintenance, BATCH)) === BATCH);
     return result;
   }
 }

@@ -103,9 +103,9 @@ export function planRoles(catalogue: Catalogue, roles: Record<string, RoleDefini
   };
 }
 
-/** The required variables missing from `env`. */
+/** The required variables missing from `env`: unset, empty or blanks only (a secret is never blank). */
 export function missingEnv(plan: RolePlan, env: NodeJS.ProcessEnv): { name: string; requiredBy: string[] }[] {
-  return plan.requiredEnv.filter((r) => env[r.name] === undefined || env[r.name] === '');
+  return plan.requiredEnv.filter((r) => (env[r.name] ?? '').trim() === '');
 }
 
 /** Parses `--roles a,b` or `NIGHTSHIFT_ROLES`. */

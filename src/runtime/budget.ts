@@ -1,6 +1,7 @@
 import type { Executor } from '../db/executor.js';
 import { serverConnections } from '../db/server-info.js';
 import { BudgetExceededError } from '../errors.js';
+import type { PgPool } from '../db/pool.js';
 
 /** The connection budget of a process and a fleet against the server's limit. */
 export interface BudgetReport {
@@ -32,6 +33,16 @@ export async function connectionBudget(db: Executor, o: { pool: number; listener
     headroom: available - fleet,
     ok: fleet <= available,
   };
+}
+
+/**
+ * Connections in this process's shared pool: the size of a pool handed in (`pool.options.max`,
+ * pg's default 10 when unset), else `maxConnections` for the pool nightshift creates.
+ */
+export function poolSize(o: { pool?: PgPool | undefined; maxConnections: number }): number {
+  if (!o.pool) return o.maxConnections;
+  const max = (o.pool as unknown as { options?: { max?: unknown } }).options?.max;
+  return typeof max === 'number' && Number.isInteger(max) && max > 0 ? max : 10;
 }
 
 /** Fails closed when the configured fleet would exceed the server's connections. */

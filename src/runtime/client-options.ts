@@ -1,6 +1,6 @@
 import { hostname, userInfo } from 'node:os';
 import { z } from 'zod';
-import { ConfigError, unknownKey, type Issue } from '../errors.js';
+import { closest, ConfigError, unknownKey, type Issue } from '../errors.js';
 import type { PgPool } from '../db/pool.js';
 import { schemaNameProblem } from '../db/identifiers.js';
 import type { JobDefinition } from '../jobs/define-job.js';
@@ -26,7 +26,12 @@ export interface NightshiftOptions {
   jobs?: JobDefinition[];
   /** Jobs run at once by this process, across queues. Default 10. */
   concurrency?: number;
-  /** Queues to claim from, optionally with their own concurrency. Default: the queues of `jobs`. */
+  /**
+   * Concurrency per queue: `{ mail: { concurrency: 2 } }` (a list names queues with no limit of
+   * their own). Which queues a process claims is decided by its roles — with none, the queues of
+   * all `jobs` — never by this option; a queue no kind uses and no role names is a config error.
+   * Default: no per-queue limit.
+   */
   queues?: string[] | Record<string, { concurrency?: number }>;
   /** Lease length. Default 30 000 ms. */
   leaseMs?: number;
@@ -59,8 +64,21 @@ export interface NightshiftOptions {
   retention?: Retention;
   /** LISTEN for wake-ups (polling still runs). Default true. */
   listen?: boolean;
-  /** Named prepared statements; turn off behind a transaction-mode pooler. Default true. */
-  preparedStatements?: boolean;
+  /**
+   * Named prepared statements (parsed and planned once per connection). Default `'auto'`: named
+   * on the pool, unnamed inside transactions, and switched off for the rest of the process (with
+   * one `database.prepared-statements-off` warning) the first time a transaction-mode pooler
+   * (PgBouncer) makes one collide. `false` never names them (say so up front behind such a pooler);
+   * `true` always does, and a collision is an error (NS_PREPARED_STATEMENTS). See docs/poolers.md.
+   */
+  preparedStatements?: boolean | 'auto';
+  /**
+   * A URL for the LISTEN connection alone, when `databaseUrl` (or `pool`) goes through a
+   * transaction-mode pooler that cannot deliver notifications: point it at PostgreSQL directly
+   * (or at a session-mode pool). One connection per listening process. Default: `DATABASE_LISTEN_URL`,
+   * else the pool's target.
+   */
+  listenDatabaseUrl?: string;
   /** Your logger (pino or compatible). Default: pino JSON at NIGHTSHIFT_LOG_LEVEL or info, readable in a terminal. */
   logger?: Logger;
   /** More keys to redact in the default logger (credentials and payloads always are). */
@@ -117,7 +135,8 @@ const schema = z
     maintenanceIntervalMs: ms.min(100).optional(),
     retention: z.partialRecord(z.enum(['completed', 'discarded', 'cancelled', 'expired']), z.union([z.number().min(0), z.literal(false)])).optional(),
     listen: z.boolean().optional(),
-    preparedStatements: z.boolean().optional(),
+    preparedStatements: z.union([z.boolean(), z.literal('auto')]).optional(),
+    listenDatabaseUrl: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
     logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function' && typeof (v as Logger).child === 'function', 'must be a pino logger (or one with info/warn/error/debug/child)').optional(),
     actor: z.string().min(1).max(200).optional(),
     redact: z.array(z.string().min(1)).optional(),
@@ -139,7 +158,7 @@ const schema = z
           .strict(),
       )
       .optional(),
-    activeRoles: z.array(z.string()).optional(),
+    activeRoles: z.array(z.string().min(1)).optional(),
     requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
     budget: z.object({ replicas: positiveInt(10_000).optional(), maxConnectionsPerProcess: positiveInt(10_000).optional() }).strict().optional(),
     registerProcess: z.boolean().optional(),
@@ -170,7 +189,8 @@ export interface ResolvedOptions {
   maintenanceIntervalMs: number;
   retention: Retention;
   listen: boolean;
-  preparedStatements: boolean;
+  preparedStatements: boolean | 'auto';
+  listenDatabaseUrl: string | undefined;
   logger: Logger | undefined;
   redact: string[];
   logErrorMessages: boolean;
@@ -191,6 +211,54 @@ export interface ResolvedOptions {
 
 const KEYS = Object.keys(schema.shape);
 
+/**
+ * What is wrong with a database URL, or undefined. Checked before any connection, so a malformed
+ * URL is a configuration error rather than a database failure (pg would report "Invalid URL", or
+ * quietly fall back to localhost for an undecodable password). Never quotes the URL: it may hold
+ * a password.
+ */
+export function databaseUrlProblem(url: string): string | undefined {
+  if (!/^postgres(ql)?:\/\//i.test(url)) return 'must start with postgres:// or postgresql://';
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'is not a valid URL (check the port, and percent-encode special characters in the user and password)';
+  }
+  for (const [part, value] of [['user', parsed.username], ['password', parsed.password], ['database', parsed.pathname]] as const) {
+    try {
+      decodeURIComponent(value);
+    } catch {
+      return `is not a valid URL: the ${part} has a malformed percent-encoding (write % as %25)`;
+    }
+  }
+  return undefined;
+}
+
+/** Every client option's name (the keys of {@link NightshiftOptions}). */
+export const CLIENT_OPTION_KEYS: readonly string[] = Object.freeze([...KEYS]);
+
+/**
+ * `queues` sets the concurrency of queues the roles claim; it does not choose them (that once let
+ * a shared `queues` list silently replace what a pod's role claimed). A queue that no job kind
+ * uses and no role names can be claimed by no process: a typo, or a leftover of that old meaning.
+ */
+function queueProblems(o: NightshiftOptions, issues: Issue[]): void {
+  if (o.queues === undefined || typeof o.queues !== 'object' || o.queues === null) return;
+  const known = new Set<string>();
+  for (const j of Array.isArray(o.jobs) ? o.jobs : []) if (typeof j?.queue === 'string') known.add(j.queue);
+  for (const r of Object.values(o.roles ?? {})) for (const q of Array.isArray(r?.queues) ? r.queues : []) known.add(q);
+  const named = Array.isArray(o.queues) ? o.queues.map((q, i) => [String(i), q] as const) : Object.keys(o.queues).map((q) => [q, q] as const);
+  for (const [key, queue] of named) {
+    if (typeof queue !== 'string' || known.has(queue)) continue;
+    const best = closest(queue, [...known]);
+    issues.push({
+      path: `queues.${key}`,
+      message: `no job kind has queue "${queue}" and no role names it${best ? `; did you mean "${best}"?` : ''} (queues sets the concurrency of the queues a process claims; to claim from a queue, name it in a role's queues)`,
+    });
+  }
+}
+
 /** Validates client options, reporting every problem at once with a did-you-mean for typos. */
 export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptions> {
   const issues: Issue[] = [];
@@ -205,13 +273,22 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
   const o = input;
   if (!o.databaseUrl && !o.pool) issues.push({ path: 'databaseUrl', message: 'give databaseUrl (or DATABASE_URL) or pool' });
   if (o.databaseUrl && o.pool) issues.push({ path: 'pool', message: 'give databaseUrl or pool, not both' });
+  if (typeof o.databaseUrl === 'string' && o.databaseUrl && databaseUrlProblem(o.databaseUrl)) issues.push({ path: 'databaseUrl', message: databaseUrlProblem(o.databaseUrl)! });
+  if (Array.isArray(o.activeRoles) && o.activeRoles.every((r) => typeof r === 'string' && r.trim() === '')) {
+    issues.push({ path: 'activeRoles', message: 'names no role; leave it out to run everything' });
+  }
   // Checked here, with everything else, so a config file reports it at load, before any connection.
   if (o.schema !== undefined && schemaNameProblem(o.schema)) issues.push({ path: 'schema', message: schemaNameProblem(o.schema)! });
+  queueProblems(o, issues);
   const leaseMs = o.leaseMs ?? 30_000;
   const heartbeatMs = o.heartbeatMs ?? Math.min(10_000, Math.floor(leaseMs / 3));
   // Redis is checked where it is needed (a process hosting consumers, a publish), so a process
   // that only works the queue can load a config with streams without REDIS_URL.
   const redisUrl = o.redisUrl ?? (process.env.REDIS_URL || undefined);
+  const listenDatabaseUrl = o.listenDatabaseUrl ?? (process.env.DATABASE_LISTEN_URL || undefined);
+  if (o.listenDatabaseUrl === undefined && listenDatabaseUrl && !/^postgres(ql)?:\/\//.test(listenDatabaseUrl)) {
+    issues.push({ path: 'listenDatabaseUrl', message: 'DATABASE_LISTEN_URL must start with postgres:// or postgresql://' });
+  }
   if (heartbeatMs >= leaseMs) issues.push({ path: 'heartbeatMs', message: `must be below leaseMs (${leaseMs}); a third of it is a good value` });
   if (issues.length) throw new ConfigError('nightshift options', issues);
   let queues: Map<string, number> | undefined;
@@ -241,7 +318,8 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     maintenanceIntervalMs: o.maintenanceIntervalMs ?? 5_000,
     retention: o.retention ?? {},
     listen: o.listen ?? true,
-    preparedStatements: o.preparedStatements ?? true,
+    preparedStatements: o.preparedStatements ?? 'auto',
+    listenDatabaseUrl,
     logger: o.logger,
     redact: o.redact ?? [],
     logErrorMessages: o.logErrorMessages ?? false,
@@ -249,7 +327,7 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     owner: o.owner ?? `${hostname()}:${process.pid}`,
     enqueueBatchInFlight: o.enqueueBatchInFlight ?? 2,
     roles: o.roles ?? {},
-    activeRoles: o.activeRoles,
+    activeRoles: o.activeRoles?.map((r) => r.trim()),
     requiredEnv: o.requiredEnv ?? [],
     budget: o.budget,
     registerProcess: o.registerProcess ?? true,

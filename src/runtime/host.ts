@@ -9,7 +9,7 @@ import { LeaseElector } from '../leadership/lease-elector.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import type { JobMaintenance } from '../maintenance/job-maintenance.js';
 import type { RolePlan } from '../roles/role-plan.js';
-import type { EventBus } from '../telemetry/events.js';
+import { workerError, type EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import { Worker } from '../worker/worker.js';
 import type { ResolvedOptions } from './client-options.js';
@@ -33,12 +33,35 @@ export interface HostDeps {
   consumers: readonly ConsumerDefinition[];
 }
 
+/** How a worker hears of new jobs, and why when it only polls (see {@link Host.wakeups}). */
+export interface Wakeups {
+  mode: 'notify' | 'polling';
+  reason?: string;
+}
+
+const UNPROVEN_WHY =
+  'notifications do not reach the listener, as behind a transaction-mode pooler (PgBouncer); wake-ups fall back to polling';
+const UNPROVEN_HINT =
+  'give the listener a direct connection to PostgreSQL (or a session-mode pool): listenDatabaseUrl, database.listenUrl in nightshift.config.ts, or DATABASE_LISTEN_URL (docs/poolers.md)';
+
+/** How long the listener waits for its own notification after (re)connecting. */
+const PROOF_TIMEOUT_MS = 5_000;
+
 /** The lease name of leader-only maintenance (rescue, expiry, pruning, process clean-up). */
 export const MAINTENANCE_LEASE = 'nightshift:maintenance';
 
 /** The maintenance leader's lease for a given job lease: the job lease, within 3 to 15 s. */
 export function maintenanceLeaseMs(jobLeaseMs: number): number {
   return Math.min(15_000, Math.max(3_000, jobLeaseMs));
+}
+
+/**
+ * The queues a process claims: those its roles plan, each with the concurrency `queues` gives it
+ * (Infinity: only the process limit). `queues` never adds or drops a queue — a shared list used to
+ * replace the plan, so a pod whose role ran one kind claimed another's queue and never ran it.
+ */
+export function withQueueLimits(planned: ReadonlyMap<string, number>, limits: ReadonlyMap<string, number> | undefined): Map<string, number> {
+  return new Map([...planned.keys()].map((q) => [q, limits?.get(q) ?? planned.get(q) ?? Infinity]));
 }
 
 /**
@@ -69,8 +92,31 @@ export class Host {
     return this.worker?.queues ?? [];
   }
 
+  get stuckHandlers(): number {
+    return this.worker?.stuckHandlers ?? 0;
+  }
+
   get listening(): boolean {
     return this.listener?.connected ?? false;
+  }
+
+  /** Whether the listener proved its channel since it last connected; undefined when this process does not listen. */
+  get listenerProven(): boolean | undefined {
+    return this.listener ? this.listener.connected : undefined;
+  }
+
+  /**
+   * How this process's worker hears of new jobs: `notify` once the listener heard its own
+   * notification, else `polling` (the correctness path, every `pollIntervalMs` at the latest) with
+   * the reason. Undefined when the process runs no worker.
+   */
+  wakeups(): Wakeups | undefined {
+    if (!this.worker) return undefined;
+    if (!this.listener) return { mode: 'polling', reason: 'listen is off' };
+    if (this.listener.connected) return { mode: 'notify' };
+    const { proven, reason } = this.listener.proof;
+    if (proven === false) return { mode: 'polling', reason: `${reason}: ${UNPROVEN_WHY}` };
+    return { mode: 'polling', reason: 'the listener is connecting or proving its connection (it reconnects by itself)' };
   }
 
   get processId(): string | undefined {
@@ -92,7 +138,7 @@ export class Host {
 
   async start(): Promise<void> {
     const o = this.d.options;
-    const queues = o.queues ?? this.plan.queues;
+    const queues = withQueueLimits(this.plan.queues, o.queues);
     if (this.plan.kinds.length > 0 && queues.size > 0) {
       this.worker = new Worker(
         this.d.database,
@@ -134,7 +180,7 @@ export class Host {
     }
     const daemons = this.d.daemons.filter((dm) => this.plan.daemons.includes(dm.name));
     if (daemons.length > 0) {
-      this.daemons = new DaemonRunner({ database: this.d.database, daemons, holder: o.owner, events: this.d.events, logger: this.d.logger });
+      this.daemons = new DaemonRunner({ database: this.d.database, daemons, holder: o.owner, events: this.d.events, logger: this.d.logger, logErrorMessages: o.logErrorMessages });
       await this.daemons.start();
     }
     const consumers = this.d.consumers.filter((c) => this.plan.consumers.includes(c.name));
@@ -157,12 +203,14 @@ export class Host {
     }
     if (o.maintenance) await this.startMaintenance();
     if (o.registerProcess) {
+      const planned = { kinds: this.plan.kinds, queues: [...queues.keys()], schedules: this.plan.schedules, daemons: this.plan.daemons, consumers: this.plan.consumers };
       this.registry = new ProcessRegistry(
         this.d.database,
         this.plan.roles,
-        { kinds: this.plan.kinds, queues: [...queues.keys()], schedules: this.plan.schedules, daemons: this.plan.daemons, concurrency: o.concurrency },
+        // Read at every heartbeat: `nightshift workers` shows what each process runs now.
+        () => ({ ...planned, activeConsumers: this.consumers?.active ?? [], concurrency: o.concurrency, running: this.runningJobs, leading: this.leadership() }),
         Math.min(10_000, o.heartbeatMs),
-        (err) => this.d.events.emit({ type: 'worker.error', where: 'process registry', error: String(err) }),
+        (err) => this.d.events.emit(workerError('process registry', err)),
       );
       await this.registry.start();
     }
@@ -203,7 +251,7 @@ export class Host {
     if (this.tasks.length) return;
     const m = this.d.maintenance;
     const events = this.d.events;
-    const onError = (task: string) => (err: unknown) => events.emit({ type: 'worker.error', where: `maintenance ${task}`, error: err instanceof Error ? err.message : String(err) });
+    const onError = (task: string) => (err: unknown) => events.emit(workerError(`maintenance ${task}`, err));
     const report = (task: string) => (count: number) => {
       if (count > 0) events.emit({ type: 'maintenance.ran', task, count });
     };
@@ -226,10 +274,14 @@ export class Host {
     const o = this.d.options;
     const { jobs, control } = this.d.database.channels;
     const poolOptions = (this.d.database.pool.pool as unknown as { options?: Record<string, unknown> }).options;
+    const url = o.listenDatabaseUrl ?? o.databaseUrl;
     this.listener = new Listener(
       {
-        ...(o.databaseUrl ? { connectionString: o.databaseUrl } : { clientConfig: poolOptions ?? {} }),
+        ...(url ? { connectionString: url } : { clientConfig: poolOptions ?? {} }),
         channels: [jobs, control],
+        // Sent through the pool, as every real notification is; on a channel of its own, so no
+        // worker anywhere is woken by it.
+        proof: { via: this.d.database.pool.pool, timeoutMs: PROOF_TIMEOUT_MS },
         healthCheckMs: 15_000,
         maxReconnectDelayMs: 5_000,
         applicationName: `nightshift:${o.owner}`,
@@ -237,9 +289,13 @@ export class Host {
       {
         onNotify: (channel, payload) => {
           if (channel === jobs) {
-            worker.wake(payload);
+            // `queue` (work is due) or `queue <ms>` (the earliest new job is due in ms).
+            const space = payload.indexOf(' ');
+            const queue = space < 0 ? payload : payload.slice(0, space);
+            const dueInMs = space < 0 ? undefined : Number(payload.slice(space + 1));
+            worker.wake(queue, dueInMs);
             // Tells wake-ups by notification apart from polling (fault tests, metrics).
-            if (this.d.events.active) this.d.events.emit({ type: 'listener.notified', queue: payload });
+            if (this.d.events.active) this.d.events.emit({ type: 'listener.notified', queue, ...(dueInMs !== undefined ? { dueInMs } : {}) });
           }
           else if (payload.startsWith('cancel:')) worker.cancelled(payload.slice(7));
           else if (payload.startsWith('resume:')) worker.wake(payload.slice(7));
@@ -249,6 +305,12 @@ export class Host {
           worker.wake();
         },
         onLost: (error) => this.d.events.emit({ type: 'listener.lost', error: error.message }),
+        onProof: (proven, reason) =>
+          this.d.events.emit(
+            proven
+              ? { type: 'listener.proven' }
+              : { type: 'listener.unproven', reason: `${reason ?? 'not heard'}: ${UNPROVEN_WHY}`, hint: UNPROVEN_HINT },
+          ),
       },
     );
     await this.listener.start();

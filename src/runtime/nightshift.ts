@@ -17,7 +17,7 @@ import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './
 import { ConfigError, MissingEnvError } from '../errors.js';
 import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
 import { listProcesses } from './process-registry.js';
-import { Host } from './host.js';
+import { Host, type Wakeups } from './host.js';
 import { jobLogList, jobLogStatements, type JobLogLine } from '../db/job-logs.js';
 import { StreamClient } from '../streams/stream-client.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
@@ -28,8 +28,13 @@ import type { Registry } from 'prom-client';
 import { jobDepth, type DepthRow } from '../db/jobs-admin.js';
 import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type ScheduleTickRecord, type TriggerResult } from '../schedules/schedule-admin.js';
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
-import { assertBudget, connectionBudget, type BudgetReport } from './budget.js';
+import { assertBudget, connectionBudget, poolSize, type BudgetReport } from './budget.js';
 import type { ProcessRow } from '../db/processes.js';
+
+const PREPARED_POOLER_HINT =
+  "connected through a connection pooler (its cancel key is not the server's): nightshift sends unnamed statements there, as named ones collide in transaction mode; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) to say so up front, or true for a session-mode pool (docs/poolers.md)";
+const PREPARED_COLLISION_HINT =
+  'a named statement collided (as behind a transaction-mode pooler, which shares server connections): nightshift sends unnamed statements for the rest of this process; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) behind such a pooler (docs/poolers.md)';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -61,13 +66,16 @@ export class Nightshift extends JobAdmin {
       max: options.maxConnections,
       applicationName: `nightshift:${options.owner}`,
     });
-    const database = new Database(pool, options.schema, options.preparedStatements);
     const events = new EventBus();
-    super(database, options.actor, events);
+    const database = new Database(pool, options.schema, options.preparedStatements, (off) =>
+      events.emit({ type: 'database.prepared-statements-off', ...off, hint: off.cause === 'pooler' ? PREPARED_POOLER_HINT : PREPARED_COLLISION_HINT }),
+    );
+    const registry = new JobRegistry(options.jobs);
+    super(database, options.actor, events, (kind) => registry.get(kind));
     this.events = events;
     this.options = options;
     this.pool = pool;
-    this.registry = new JobRegistry(options.jobs);
+    this.registry = registry;
     this.logger = options.logger ?? createLogger({ redact: options.redact });
     this.unlog = logEvents(this.events, this.logger, { errorMessages: options.logErrorMessages });
     this.enqueuer = new Enqueuer(database, this.registry, options.maxPayloadBytes, this.events, {
@@ -121,6 +129,19 @@ export class Nightshift extends JobAdmin {
     return result;
   }
 
+  /**
+   * Runs `fn` in a transaction on one connection of the shared pool: committed when `fn` resolves,
+   * rolled back when it throws. Pass `tx` as `{ db: tx }` to enqueue (or audit) inside it.
+   */
+  transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+    return this.pool.transaction(fn);
+  }
+
+  /** Throws NS_NOT_MIGRATED (or NS_SCHEMA_TOO_NEW) unless the schema has exactly this version's migrations. */
+  async checkMigrated(): Promise<void> {
+    await assertMigrated(this.pool.pool, this.database.schema);
+  }
+
   /** Enqueues one job; resolves once it is committed (or part of your transaction with `{ db }`). */
   enqueue<S extends PayloadSchema>(job: JobDefinition<S> | string, payload: SchemaInput<S>, options?: EnqueueOptions): Promise<EnqueueResult> {
     return this.enqueuer.enqueue(job as JobDefinition | string, payload, options);
@@ -160,10 +181,12 @@ export class Nightshift extends JobAdmin {
       const plan = this.planRoles();
       const missing = missingEnv(plan, process.env);
       if (missing.length) throw new MissingEnvError(missing);
-      await assertMigrated(this.pool.pool, this.database.schema);
+      const { newer } = await assertMigrated(this.pool.pool, this.database.schema);
+      // A newer version migrated the schema with migrations this code may run beside (rolling deploy).
+      if (newer.length) this.events.emit({ type: 'schema.newer', schema: this.database.schema, versions: newer });
       if (o.budget) {
         await assertBudget(this.pool.pool, {
-          pool: o.maxConnections,
+          pool: poolSize(o),
           listener: o.listen,
           replicas: o.budget.replicas ?? 1,
           ...(o.budget.maxConnectionsPerProcess !== undefined ? { maxPerProcess: o.budget.maxConnectionsPerProcess } : {}),
@@ -232,6 +255,14 @@ export class Nightshift extends JobAdmin {
     return this.host?.runningJobs ?? 0;
   }
 
+  /**
+   * Handlers still running after their job timed out, was cancelled or lost its lease (past the
+   * grace period): their slots were given back; each is a handler that ignores its abort signal.
+   */
+  get stuckHandlers(): number {
+    return this.host?.stuckHandlers ?? 0;
+  }
+
   /** Queues this process claims from (empty before start or with no jobs). */
   get workedQueues(): string[] {
     return this.host?.queues ?? [];
@@ -240,6 +271,11 @@ export class Nightshift extends JobAdmin {
   /** Whether the wake-up listener is connected (false when not listening). */
   get listening(): boolean {
     return this.host?.listening ?? false;
+  }
+
+  /** How the worker hears of new jobs (`notify` once the listener proved its channel, else `polling` with why); undefined without a worker. */
+  get wakeups(): Wakeups | undefined {
+    return this.host?.wakeups();
   }
 
   /** Drops the listener's connection as a network fault would (for fault tests). */
@@ -270,7 +306,7 @@ export class Nightshift extends JobAdmin {
 
   /** Connections one process of this shape (pool + listener) and `replicas` of them need, against the server. */
   connectionBudget(options: { replicas?: number } = {}): Promise<BudgetReport> {
-    return connectionBudget(this.pool.pool, { pool: this.options.maxConnections, listener: this.options.listen, replicas: options.replicas ?? 1 });
+    return connectionBudget(this.pool.pool, { pool: poolSize(this.options), listener: this.options.listen, replicas: options.replicas ?? 1 });
   }
 
   /**
@@ -300,6 +336,7 @@ export class Nightshift extends JobAdmin {
             : (await depth().catch(() => [] as DepthRow[])).map((r) => ({ queue: r.queue, state: r.state, count: r.count, oldestAvailableSeconds: r.oldest_available_seconds })),
         pool: () => this.pool.stats(),
         leadership: () => this.host?.leadership() ?? [],
+        listenerProven: () => this.host?.listenerProven,
       },
       options,
     );
@@ -347,7 +384,16 @@ export class Nightshift extends JobAdmin {
         {
           metrics: () => metrics.text(),
           ready: () => this.ready,
-          status: () => ({ state: this.state, queues: this.workedQueues, running: this.runningCount }),
+          status: () => {
+            const w = this.wakeups;
+            return {
+              state: this.state,
+              queues: this.workedQueues,
+              running: this.runningCount,
+              stuckHandlers: this.stuckHandlers,
+              ...(w ? { wakeups: w.mode, ...(w.reason ? { wakeupsReason: w.reason } : {}) } : {}),
+            };
+          },
         },
         options.port,
         options.host,

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { PortUnavailableError } from '../errors.js';
 import { trackResource } from '../lifecycle/resources.js';
 
 /** What the ops endpoints report. */
@@ -37,9 +38,14 @@ export class OpsServer {
     const server = createServer((req, res) => void this.handle(req, res));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      const fail = (err: NodeJS.ErrnoException) => {
+        // Never listened: nothing to close on stop.
+        this.server = undefined;
+        reject(new PortUnavailableError(this.host, this.port, err.code, err));
+      };
+      server.once('error', fail);
       server.listen(this.port, this.host, () => {
-        server.off('error', reject);
+        server.off('error', fail);
         resolve();
       });
     });

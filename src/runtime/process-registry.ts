@@ -5,10 +5,28 @@ import { processList, processRemove, processRemoveLapsed, processStatements, pro
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { nightshiftVersion } from './version.js';
 
+/** What a process hosts and what it runs now: the `info` of its registry row, refreshed every heartbeat. */
+export interface ProcessInfo {
+  /** Job kinds it runs, and the queues it claims them from. */
+  kinds: string[];
+  queues: string[];
+  schedules: string[];
+  /** Daemons it campaigns for (it runs those it leads, see `leading`). */
+  daemons: string[];
+  /** Stream consumers it hosts, and those running now (a singleton runs where it leads). */
+  consumers: string[];
+  activeConsumers: string[];
+  /** Jobs run at once at most, and jobs whose lease it holds now. */
+  concurrency: number;
+  running: number;
+  /** Leases it holds now: `daemon:<name>`, `nightshift:maintenance`, singleton consumers. */
+  leading: string[];
+}
+
 /**
- * Registers this process (host, pid, roles, version, what it hosts), refreshes `last_seen_at`
- * every `heartbeatMs`, and removes it on a clean stop. Processes that stop heartbeating (killed)
- * are removed by any other process after `3 × heartbeatMs`.
+ * Registers this process (host, pid, roles, version, what it hosts and runs), refreshes that and
+ * `last_seen_at` every `heartbeatMs`, and removes it on a clean stop. Processes that stop
+ * heartbeating (killed) are removed by any other process after `3 × heartbeatMs`.
  */
 export class ProcessRegistry {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
@@ -19,7 +37,7 @@ export class ProcessRegistry {
   constructor(
     private readonly db: Database,
     private readonly roles: string[],
-    private info: Record<string, unknown>,
+    private readonly info: () => ProcessInfo,
     private readonly heartbeatMs: number,
     onError: (err: unknown) => void,
   ) {
@@ -48,7 +66,7 @@ export class ProcessRegistry {
       pid: process.pid,
       roles: this.roles,
       version: nightshiftVersion(),
-      info: this.info,
+      info: this.info(),
     });
     await processRemoveLapsed(this.db.pool.pool, this.st, this.heartbeatMs * 3);
   }

@@ -19,7 +19,7 @@ import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import { serialisePayload } from '../jobs/payload.js';
 import { trackResource } from '../lifecycle/resources.js';
-import { EventBus, type NightshiftEvent } from '../telemetry/events.js';
+import { EventBus, workerError, type NightshiftEvent } from '../telemetry/events.js';
 import { silentLogger, type Logger } from '../telemetry/logger.js';
 import { planTicks } from './catch-up.js';
 import type { ScheduleDefinition } from './define-schedule.js';
@@ -160,14 +160,24 @@ export class ScheduleTicker {
     this.release?.();
   }
 
-  /** Writes the schedules' rows: new ones start counting now, a changed timing counts from the change. */
-  async register(): Promise<void> {
-    await scheduleRegister(this.db.pool.pool, this.st, this.set.registrations());
+  /**
+   * Writes the schedules' rows: new ones start counting now, a changed timing counts from the
+   * change. `at` stands for "now" under a test clock (see {@link runOnce}).
+   */
+  async register(options: { at?: Date } = {}): Promise<void> {
+    await scheduleRegister(this.db.pool.pool, this.st, this.set.registrations(), options.at ?? null);
     this.registered = true;
   }
 
-  /** One pass: decides every due tick of every schedule (and releases queued ticks whose predecessor finished). */
-  async runOnce(): Promise<TickerReport> {
+  /**
+   * One pass: decides every due tick of every schedule (and releases queued ticks whose
+   * predecessor finished). `at` is the test clock of nightshift/testing's `tick`: it stands for the
+   * database clock when deciding which ticks are due and which were missed; everything else (the
+   * row locks, the unique tick keys, the jobs) is the same as in production, where it is never
+   * given. Pruning is skipped under a test clock: it counts retention on the database clock.
+   */
+  async runOnce(options: { at?: Date } = {}): Promise<TickerReport> {
+    const at = options.at?.getTime();
     const report = emptyReport();
     if (this.set.size === 0) return report;
     if (!this.registered) await this.register();
@@ -187,13 +197,13 @@ export class ScheduleTicker {
       }
       if (!this.inForce(def, row)) continue;
       let last = row.last_tick_at.getTime();
-      const now = row.now.getTime();
+      const now = at ?? row.now.getTime();
       const due = (nextTick(def.timing, last) ?? Infinity) <= now;
       const releasable = def.overlap === 'queue' && row.has_queued && !IN_PROGRESS.has(row.last_job_state);
       if (due || releasable) {
         for (let batch = 0; ; batch++) {
           try {
-            const r = await this.decide(entry, report);
+            const r = await this.decide(entry, report, at);
             if (r.last !== null) last = Math.max(last, r.last);
             if (!r.more) break;
             if (batch + 1 >= MAX_BATCHES_PER_PASS) {
@@ -203,7 +213,7 @@ export class ScheduleTicker {
           } catch (err) {
             const error = err instanceof Error ? err : new Error(String(err));
             report.errors.push({ schedule: def.name, error });
-            this.emit({ type: 'worker.error', where: `schedule ${def.name}`, error: error.message });
+            this.emit(workerError(`schedule ${def.name}`, error));
             break;
           }
         }
@@ -212,10 +222,10 @@ export class ScheduleTicker {
       if (def.overlap === 'queue' && (row.has_queued || report.queued.some((q) => q.schedule === def.name))) report.waiting = true;
     }
     report.nextDueAt = Number.isFinite(nextDue) ? new Date(nextDue) : null;
-    if (Date.now() - this.lastPruneAt > PRUNE_EVERY_MS) {
+    if (at === undefined && Date.now() - this.lastPruneAt > PRUNE_EVERY_MS) {
       this.lastPruneAt = Date.now();
       await this.prune().catch((err: unknown) =>
-        this.emit({ type: 'worker.error', where: 'schedule tick pruning', error: err instanceof Error ? err.message : String(err) }),
+        this.emit(workerError('schedule tick pruning', err)),
       );
     }
     return report;
@@ -244,8 +254,8 @@ export class ScheduleTicker {
     return false;
   }
 
-  /** One transaction for one schedule: release a queued tick, then decide the due ticks (at most one batch). */
-  private async decide(entry: ScheduleEntry, report: TickerReport): Promise<{ more: boolean; last: number | null }> {
+  /** One transaction for one schedule: release a queued tick, then decide the due ticks (at most one batch); `at` is a test clock. */
+  private async decide(entry: ScheduleEntry, report: TickerReport, at: number | undefined): Promise<{ more: boolean; last: number | null }> {
     const { def } = entry;
     const name = def.name;
     const local = emptyReport();
@@ -272,7 +282,7 @@ export class ScheduleTicker {
         }
       }
 
-      const plan = planTicks(def, row.last_tick_at.getTime(), row.now.getTime(), this.batchSize);
+      const plan = planTicks(def, row.last_tick_at.getTime(), at ?? row.now.getTime(), this.batchSize);
       if (plan.skipped) {
         const at = new Date(plan.skipped.latest);
         if (await tickInsert(tx, this.st, { schedule: name, at, outcome: 'skipped-catchup', missed: plan.skipped.count })) {
@@ -404,7 +414,7 @@ export class ScheduleTicker {
           }
         },
         (err: unknown) => {
-          this.emit({ type: 'worker.error', where: 'schedule ticker', error: err instanceof Error ? err.message : String(err) });
+          this.emit(workerError('schedule ticker', err));
         },
       )
       .finally(() => {

@@ -2,7 +2,7 @@ import { context, type Context } from '@opentelemetry/api';
 import { endProcessSpan, startProcessSpan } from './stream-tracing.js';
 import { ConsumerStoppedError, PayloadInvalidError, StreamHandlerTimeoutError } from '../errors.js';
 import { describeError } from '../jobs/error-text.js';
-import { parsePayload } from '../jobs/payload.js';
+import { parseStreamPayload } from './stream-payload.js';
 import type { ConsumerContext, ConsumerHandler } from './define-consumer.js';
 import type { ConsumerScope, InFlightEntry } from './consumer-scope.js';
 import { deadLetter } from './dead-letter.js';
@@ -109,15 +109,15 @@ async function decode(scope: ConsumerScope, fields: ReadonlyMap<string, string>)
   const name = scope.def.stream.name;
   const raw = fields.get(PAYLOAD_FIELD);
   if (raw === undefined) {
-    throw new PayloadInvalidError(name, [{ path: 'payload', message: `the entry has no "payload" field (it has: ${[...fields.keys()].join(', ') || 'none'})` }]);
+    throw new PayloadInvalidError(name, [{ path: 'payload', message: `the entry has no "payload" field (it has: ${[...fields.keys()].join(', ') || 'none'})` }], 'stream');
   }
   let value: unknown;
   try {
     value = JSON.parse(raw);
   } catch (err) {
-    throw new PayloadInvalidError(name, [{ path: 'payload', message: `is not JSON: ${errorText(err)}` }]);
+    throw new PayloadInvalidError(name, [{ path: 'payload', message: `is not JSON: ${errorText(err)}` }], 'stream');
   }
-  return parsePayload(name, scope.def.stream.schema, value);
+  return parseStreamPayload(scope.def.stream, value);
 }
 
 type Outcome = { ok: true } | { ok: false; error: unknown; interrupted: boolean };

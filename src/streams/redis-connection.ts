@@ -7,9 +7,32 @@ function redisClass(): typeof Redis {
   RedisClass ??= (createRequire(import.meta.url)('ioredis') as { Redis: typeof Redis }).Redis;
   return RedisClass;
 }
-import { RedisUnavailableError } from '../errors.js';
+import { RedisUnavailableError, RedisVersionError } from '../errors.js';
 import { trackResource } from '../lifecycle/resources.js';
 import type { EventBus } from '../telemetry/events.js';
+
+/** The oldest Redis the streams run on: XAUTOCLAIM and XGROUP CREATECONSUMER came with 6.2. */
+export const MIN_REDIS_VERSION = '6.2.0';
+
+/** The `redis_version` of an `INFO server` reply, or undefined when the reply has none. */
+export function redisVersionOf(info: string): string | undefined {
+  return /^redis_version:([^\r\n]+)/m.exec(info)?.[1]?.trim();
+}
+
+/**
+ * Whether a `redis_version` is older than {@link MIN_REDIS_VERSION}. A version that is not
+ * `major.minor[.patch]` is not judged (a compatible server that reports something else is let
+ * through; a missing command then fails where it is used).
+ */
+export function redisTooOld(version: string): boolean {
+  const m = /^(\d+)\.(\d+)(?:\.(\d+))?/.exec(version);
+  if (!m) return false;
+  const [major, minor, patch] = [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)];
+  const [minMajor, minMinor, minPatch] = MIN_REDIS_VERSION.split('.').map(Number) as [number, number, number];
+  if (major !== minMajor) return major < minMajor;
+  if (minor !== minMinor) return minor < minMinor;
+  return patch < minPatch;
+}
 
 /** Whether a string is a Redis URL nightshift can connect to. */
 export function redisUrlProblem(url: unknown): string | undefined {
@@ -93,7 +116,8 @@ export class RedisConnection {
 
   /**
    * Connects and waits until Redis is ready (its data loaded), or throws NS_REDIS_UNAVAILABLE after
-   * `timeoutMs`. Used at start, so a wrong URL or a missing server fails the start, loudly.
+   * `timeoutMs`. Used at start, so a wrong URL or a missing server fails the start, loudly; a
+   * server older than Redis 6.2 fails it with NS_REDIS_VERSION before any stream command is sent.
    */
   async open(timeoutMs: number): Promise<void> {
     if (!this.release) this.release = trackResource('redis', this.label);
@@ -104,7 +128,21 @@ export class RedisConnection {
       await this.close();
       throw new RedisUnavailableError(`connecting ${this.label}`, this.lastError ?? new Error(`not ready within ${timeoutMs} ms`));
     }
+    const version = await this.serverVersion();
+    if (version !== undefined && redisTooOld(version)) {
+      await this.close();
+      throw new RedisVersionError(`connecting ${this.label}`, version, MIN_REDIS_VERSION);
+    }
     await this.syncClock();
+  }
+
+  /** The server's `redis_version`, or undefined when INFO is refused (ACLs, a renamed command) or silent. */
+  private async serverVersion(): Promise<string | undefined> {
+    try {
+      return redisVersionOf(String(await this.redis.call('INFO', 'server')));
+    } catch {
+      return undefined;
+    }
   }
 
   /** Starts connecting without waiting (callers wait with {@link whenReady}); reconnects on its own after that. */

@@ -1,5 +1,5 @@
 import { RedisCommandError, RedisUnavailableError } from '../errors.js';
-import { serialisePayload } from '../jobs/payload.js';
+import { serialiseStreamPayload } from './stream-payload.js';
 import type { EventBus } from '../telemetry/events.js';
 import type { StreamDefinition } from './define-stream.js';
 import { PAYLOAD_FIELD } from './stream-entry.js';
@@ -23,7 +23,7 @@ export async function publishEntry(
   stream: StreamDefinition, payload: unknown,
   events: EventBus | undefined,
 ): Promise<PublishResult> {
-  const json = await serialisePayload(stream.name, stream.schema, payload, stream.maxPayloadBytes);
+  const json = await serialiseStreamPayload(stream, payload);
   const args: (string | number)[] = [stream.name];
   if (stream.maxLength !== undefined) args.push('MAXLEN', '~', stream.maxLength);
   const conn = await connection();

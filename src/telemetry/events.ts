@@ -9,6 +9,8 @@ export interface JobEventFields {
   kind: string;
   queue: string;
   attempt: number;
+  /** The W3C trace id the job carries, on the events of its runs (so log lines join the trace). */
+  traceId?: string;
 }
 
 /** Every event, by type. */
@@ -28,13 +30,20 @@ export type NightshiftEvent =
   | ({ type: 'job.resolved'; action: string; to: string; actor: string } & JobEventFields)
   | ({ type: 'job.refused'; operation: string; token: string } & JobEventFields)
   | ({ type: 'job.lease-lost'; why: string } & JobEventFields)
+  | ({ type: 'job.handler-stuck'; cause: string; graceMs: number } & JobEventFields)
   | { type: 'worker.claimed'; queue: string; asked: number; count: number }
   | { type: 'listener.connected' }
   | { type: 'listener.lost'; error: string }
+  /** The listener heard its own notification, sent through the pool: NOTIFY wake-ups work. */
+  | { type: 'listener.proven' }
+  /** The listener did not hear its own notification within the bound: wake-ups fall back to polling. */
+  | { type: 'listener.unproven'; reason: string; hint: string }
+  /** `preparedStatements: 'auto'` found a connection pooler (or met a collision) and stopped naming statements there. */
+  | { type: 'database.prepared-statements-off'; cause: 'pooler' | 'collision'; statement?: string; sqlState?: string; hint: string }
   | { type: 'worker.started'; owner: string; queues: string[]; concurrency: number }
   | { type: 'worker.stopping'; owner: string; running: number }
   | { type: 'worker.stopped'; owner: string }
-  | { type: 'worker.error'; where: string; error: string }
+  | { type: 'worker.error'; where: string; error: string; code?: string; sqlState?: string; constraint?: string }
   | { type: 'maintenance.ran'; task: string; count: number }
   | { type: 'process.started'; id: string; roles: string[] }
   | { type: 'process.stopping'; id: string }
@@ -60,7 +69,8 @@ export type NightshiftEvent =
   | { type: 'stream.group-created'; stream: string; group: string; recreated: boolean }
   | { type: 'stream.connection-lost'; connection: string; error: string }
   | { type: 'stream.connected'; connection: string }
-  | { type: 'listener.notified'; queue: string };
+  | { type: 'listener.notified'; queue: string; dueInMs?: number }
+  | { type: 'schema.newer'; schema: string; versions: number[] };
 
 /** Fields every stream consumer event carries. */
 export interface StreamConsumerFields {
@@ -129,4 +139,24 @@ export class EventBus {
       }
     }
   }
+}
+
+/**
+ * A `worker.error` event for `err` at `where`: the message (left out of logs unless error
+ * messages are asked for), and what identifies the failure without quoting anything — the
+ * nightshift code, the SQLSTATE, the violated constraint — which logs always carry.
+ */
+export function workerError(where: string, err: unknown): NightshiftEvent {
+  const e = err as { code?: unknown; sqlState?: unknown; cause?: { code?: unknown; constraint?: unknown } } | null;
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  const sqlState = typeof e?.sqlState === 'string' ? e.sqlState : typeof e?.cause?.code === 'string' ? e.cause.code : undefined;
+  const constraint = typeof e?.cause?.constraint === 'string' ? e.cause.constraint : undefined;
+  return {
+    type: 'worker.error',
+    where,
+    error: err instanceof Error ? err.message : String(err),
+    ...(code ? { code } : {}),
+    ...(sqlState && sqlState !== code ? { sqlState } : {}),
+    ...(constraint ? { constraint } : {}),
+  };
 }

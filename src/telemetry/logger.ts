@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { pino, type Logger } from 'pino';
+import { elideDataUrls } from './data-urls.js';
 import type { EventBus, NightshiftEvent } from './events.js';
 
 export type { Logger };
@@ -31,7 +32,7 @@ export interface LoggerOptions {
 
 /**
  * The default logger: JSON lines (readable in a terminal in development), each carrying the
- * process (`pid`, `host`), with credentials and payloads redacted. `NIGHTSHIFT_LOG_LEVEL` sets the
+ * process (`pid`, `host`), with credentials, payloads and `data:` URLs redacted. `NIGHTSHIFT_LOG_LEVEL` sets the
  * level (default `info`).
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
@@ -42,6 +43,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     level: options.level ?? process.env.NIGHTSHIFT_LOG_LEVEL ?? 'info',
     base: { pid: process.pid, host: hostname() },
     redact: { paths: [...keys, ...keys.map((k) => `*.${k}`)], censor: '[redacted]' },
+    // A stack through code loaded from a `data:` URL quotes that code (a transpiled config file
+    // and its secrets): elided from every line, whatever field it is in.
+    hooks: { streamWrite: elideDataUrls },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { colorize: true, ignore: 'pid,host,name', translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
   };
   return options.destination ? pino(config, options.destination as never) : pino(config);
@@ -68,9 +72,14 @@ const LEVEL: Record<NightshiftEvent['type'], 'trace' | 'debug' | 'info' | 'warn'
   'job.resolved': 'info',
   'job.refused': 'warn',
   'job.lease-lost': 'warn',
+  'job.handler-stuck': 'error',
+  'schema.newer': 'warn',
   'worker.claimed': 'trace',
   'listener.connected': 'debug',
   'listener.lost': 'warn',
+  'listener.proven': 'debug',
+  'listener.unproven': 'warn',
+  'database.prepared-statements-off': 'warn',
   'listener.notified': 'trace',
   'worker.started': 'info',
   'worker.stopping': 'info',

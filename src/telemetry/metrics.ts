@@ -8,6 +8,8 @@ export interface MetricSources {
   pool(): { total: number; idle: number; waiting: number; max: number };
   /** Leader leases this process holds right now, by lease name. */
   leadership(): string[];
+  /** Whether the LISTEN connection heard its own proof notification; undefined when the process does not listen. */
+  listenerProven?(): boolean | undefined;
 }
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -90,6 +92,16 @@ export class NightshiftMetrics {
       collect() {
         this.reset();
         for (const name of sources.leadership()) this.set({ lease: name }, 1);
+      },
+    });
+    new Gauge({
+      name: `${p}listener_proven`,
+      help: 'Whether the LISTEN connection heard its own notification since it (re)connected: 1 wake-ups by NOTIFY, 0 polling only (a transaction-mode pooler, a lost connection, or not proven yet). Absent when the process does not listen.',
+      registers: [registry],
+      collect() {
+        this.reset();
+        const proven = sources.listenerProven?.();
+        if (proven !== undefined) this.set(proven ? 1 : 0);
       },
     });
     this.unsubscribe = events.on((e) => {

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { ClaimedRow } from '../db/jobs-run.js';
 import type { JobLog } from './job-log.js';
+import type { JobProgress } from './job-progress.js';
 
 /** Why a running job's signal was aborted. */
 export type AbortCause = 'timeout' | 'cancelled' | 'lease-lost' | 'shutdown';
@@ -23,6 +24,10 @@ export class ActiveJob {
   deadline: number | undefined = undefined;
   /** What the handler logged with `ctx.log` (made on first use), written with the job when the attempt ends. */
   log: JobLog | undefined = undefined;
+  /** What the handler reported with `ctx.progress` (made on first use). */
+  progress: JobProgress | undefined = undefined;
+  /** Set by the worker while the handler runs: called when the job's outcome is decided without it (see `abort`). */
+  onAbort: (() => void) | undefined = undefined;
   private controller_: AbortController | undefined;
 
   constructor(readonly row: ClaimedRow) {}
@@ -30,6 +35,20 @@ export class ActiveJob {
   /** Made on first use: most handlers never look at their signal, and one per job costs (bench/NOTES.md). */
   get controller(): AbortController {
     return (this.controller_ ??= new AbortController());
+  }
+
+  /**
+   * Decides the job's end without its handler (timeout, cancel, lost lease, shutdown): a late
+   * result is ignored from now on, and the handler's signal aborts with `reason`. Returns false
+   * when the end was already decided.
+   */
+  abort(cause: AbortCause, reason: unknown): boolean {
+    if (this.finished) return false;
+    this.finished = true;
+    this.cause = cause;
+    this.controller.abort(reason);
+    this.onAbort?.();
+    return true;
   }
 }
 

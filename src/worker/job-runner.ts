@@ -8,11 +8,13 @@ import { decideFailure } from '../jobs/failure-policy.js';
 import { isJobControl } from '../jobs/job-control.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import { parsePayload } from '../jobs/payload.js';
-import type { EventBus } from '../telemetry/events.js';
+import { workerError, type EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ActiveJob, ActiveJobs } from './active-jobs.js';
 import type { Completer } from './completer.js';
-import { RunContext, type RunContextShared } from './run-context.js';
+import { RunContext, traceIdOf, type RunContextShared } from './run-context.js';
+import type { ClaimedRow } from '../db/jobs-run.js';
+import type { JobEventFields } from '../telemetry/events.js';
 import type { StartMarks } from './start-marks.js';
 import { jobLogInsert, jobLogStatements, type JobLogStatements } from '../db/job-logs.js';
 import { endConsumerSpan, startConsumerSpan, withContext } from '../telemetry/tracing.js';
@@ -41,11 +43,22 @@ export class JobRunner {
     redact: ReadonlySet<string> = new Set(DEFAULT_REDACT),
     private readonly errorMessages = false,
   ) {
-    this.shared = { db, logger, enqueuer, leaseMs, redact, leaseLost: (job, why) => this.leaseLost(job, why) };
+    this.shared = {
+      db,
+      logger,
+      enqueuer,
+      leaseMs,
+      redact,
+      leaseLost: (job, why) => this.leaseLost(job, why),
+      onError: (where, err) => this.events.emit(workerError(where, err)),
+    };
     this.logs = jobLogStatements(db.statements);
   }
 
   private readonly logs: JobLogStatements;
+
+  /** Called when an attempt was written back for a retry after `delayMs`, so the worker can claim it then. */
+  onRetry: ((queue: string, delayMs: number) => void) | undefined = undefined;
 
   private readonly shared: RunContextShared;
 
@@ -76,7 +89,7 @@ export class JobRunner {
     job.started = true;
     job.startedAt = performance.now();
     if (this.events.wants('job.started')) {
-      this.events.emit({ type: 'job.started', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, waitMs: row.waited_ms + (job.startedAt - job.claimedAt) });
+      this.events.emit({ type: 'job.started', ...jobFields(row), waitMs: row.waited_ms + (job.startedAt - job.claimedAt) });
     }
     let timer: NodeJS.Timeout | undefined;
     if (def.timeoutMs !== undefined) {
@@ -99,6 +112,7 @@ export class JobRunner {
       handlerDone();
     }
     if (job.log) await this.writeLog(job);
+    if (job.progress) await job.progress.flush();
     if (job.finished) {
       endConsumerSpan(trace.span, job.cause ?? 'finished', threw ? error : undefined, this.errorMessages);
       return 'recorded';
@@ -125,7 +139,7 @@ export class JobRunner {
     try {
       await jobLogInsert(this.db.pool.pool, this.logs, job.row.id, job.row.attempt, lines);
     } catch (err) {
-      this.events.emit({ type: 'worker.error', where: 'job log', error: err instanceof Error ? err.message : String(err) });
+      this.events.emit(workerError('job log', err));
     }
   }
 
@@ -135,7 +149,7 @@ export class JobRunner {
     this.active.remove(job);
     if (applied) {
       if (this.events.wants('job.completed')) {
-        this.events.emit({ type: 'job.completed', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, durationMs: performance.now() - job.startedAt });
+        this.events.emit({ type: 'job.completed', ...jobFields(row), durationMs: performance.now() - job.startedAt });
       }
     } else this.refused(job, 'complete');
   }
@@ -149,7 +163,7 @@ export class JobRunner {
       applied = await jobFail(this.db.pool.pool, this.db.run, row.id, row.lease_token, outcome);
     } catch (writeErr) {
       // The lease lapses and the rescuer takes the job back; nothing is lost.
-      this.events.emit({ type: 'worker.error', where: 'record failure', error: String(writeErr) });
+      this.events.emit(workerError('record failure', writeErr));
       this.active.remove(job);
       return 'unrecorded';
     }
@@ -159,8 +173,9 @@ export class JobRunner {
       return 'refused';
     }
     const state = outcome.state === 'available' ? 'retry' : outcome.state;
+    if (outcome.state === 'available') this.onRetry?.(row.queue, outcome.delayMs);
     if (!this.events.active) return state;
-    const base = { jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt };
+    const base = jobFields(row);
     if (outcome.state === 'held') this.events.emit({ type: 'job.held', ...base, reason: outcome.reason ?? '' });
     else {
       this.events.emit({
@@ -178,12 +193,8 @@ export class JobRunner {
   }
 
   private onTimeout(job: ActiveJob, def: JobDefinition): void {
-    if (job.finished) return;
-    job.finished = true;
-    job.cause = 'timeout';
     const err = new JobTimeoutError(def.timeoutMs ?? 0);
-    job.controller.abort(err);
-    void this.fail(job, def, err, 'timeout');
+    if (job.abort('timeout', err)) void this.fail(job, def, err, 'timeout');
   }
 
   private refused(job: ActiveJob, operation: string): void {
@@ -201,12 +212,15 @@ export class JobRunner {
 
   /** Marks a job as lost (heartbeat found its lease gone) and aborts its handler. */
   leaseLost(job: ActiveJob, why: string): void {
-    if (job.finished) return;
-    job.finished = true;
-    job.cause = 'lease-lost';
-    job.controller.abort(new LeaseLostError(job.row.id, why));
+    if (!job.abort('lease-lost', new LeaseLostError(job.row.id, why))) return;
     this.active.remove(job);
     const row = job.row;
     if (this.events.active) this.events.emit({ type: 'job.lease-lost', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, why });
   }
+}
+
+/** The fields of a job's events: its ids, and its trace id when it carries one (so log lines join the trace). */
+function jobFields(row: ClaimedRow): JobEventFields {
+  const traceId = traceIdOf(row.trace_context);
+  return { jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, ...(traceId ? { traceId } : {}) };
 }

@@ -21,14 +21,16 @@ export interface FetcherOptions {
 export interface FetcherHost {
   /** Takes the lease of a claimed job into the process's set (heartbeats, shutdown hand-back). */
   hold(row: ClaimedRow): ActiveJob;
-  /** Runs a held job in the slots the fetcher has just taken for it. */
-  start(job: ActiveJob): void;
+  /** Runs a claimed job in the slots the fetcher has just taken for it; `fromHeld` when it waited here first (its start is not recorded by the claim). */
+  start(job: ActiveJob, fromHeld: boolean): void;
   /** A job the claim itself found past its deadline (the database marked it expired). */
   expired(row: ClaimedRow): void;
   /** A held job whose deadline passed before a slot freed. */
   expireHeld(job: ActiveJob): void;
   /** Leases the process may still take (claimed, running or being completed): the back-pressure. */
   room(): number;
+  /** Slots this fetcher took for a claim came back unused: other queues' held jobs may start. */
+  slotsFreed(): void;
   onError(err: unknown): void;
   onClaimed(queue: string, asked: number, count: number): void;
 }
@@ -67,6 +69,9 @@ export class QueueFetcher {
   private claimMs = 1;
   /** Jobs to hold ahead of free slots, recomputed at every claim. */
   private target = 0;
+  /** The timer of the earliest known future due time (wakeIn), and when it fires (performance.now()). */
+  private dueTimer: NodeJS.Timeout | undefined;
+  private dueAt = 0;
 
   constructor(
     private readonly db: Database,
@@ -100,9 +105,19 @@ export class QueueFetcher {
     w?.();
   }
 
-  /** Starts held jobs while slots are free; called after a claim and whenever a slot or lease frees. */
+  /** Starts held jobs while slots are free, then claims again if it should; called after a claim and whenever a slot or lease frees. */
   pump(): void {
-    while (!this.stopping && this.waiting > 0 && this.local.free > 0 && this.global.free > 0) {
+    this.startHeld(Infinity);
+    this.checkNeed();
+  }
+
+  /**
+   * Starts up to `max` held jobs while this queue's and the process's slots allow; returns how
+   * many started. The worker calls it one job per queue in turn, so queues share freed slots.
+   */
+  startHeld(max: number): number {
+    let started = 0;
+    while (started < max && !this.stopping && this.waiting > 0 && this.local.free > 0 && this.global.free > 0) {
       const job = this.held[this.heldHead++]!;
       if (job.finished) continue; // cancelled or lost while held
       if (job.deadline !== undefined && performance.now() >= job.deadline) {
@@ -112,37 +127,68 @@ export class QueueFetcher {
       this.global.take(1);
       this.local.take(1);
       this.starts++;
-      this.host.start(job);
+      started++;
+      this.host.start(job, true);
     }
     if (this.heldHead > 64 && this.heldHead * 2 > this.held.length) {
       this.held = this.held.slice(this.heldHead);
       this.heldHead = 0;
     }
-    if (this.need_ && this.needsClaim()) {
+    return started;
+  }
+
+  /** Lets the claim loop go on when it waits for a reason that no longer holds. */
+  checkNeed(): void {
+    if (this.need_ && this.wants() !== 'nothing') {
       const n = this.need_;
       this.need_ = undefined;
       n();
     }
   }
 
+  /**
+   * A job of this queue becomes due in `ms` (a notification of a future job, a retry this process
+   * wrote): claim then rather than at the next poll. Only the earliest such time is kept.
+   */
+  wakeIn(ms: number): void {
+    if (this.stopping) return;
+    if (ms <= 0) return this.wake();
+    if (ms > MAX_WAKE_IN_MS) return; // polling finds it; a timer that far out is not worth holding
+    const at = performance.now() + ms;
+    if (this.dueTimer && this.dueAt <= at) return;
+    clearTimeout(this.dueTimer);
+    this.dueAt = at;
+    this.dueTimer = setTimeout(() => {
+      this.dueTimer = undefined;
+      this.wake();
+    }, ms);
+    this.dueTimer.unref?.();
+  }
+
   /** Stops claiming; resolves when the loop has exited (no claim in flight). Held jobs stay held for the worker to hand back. */
   async stop(): Promise<void> {
     this.stopping = true;
+    clearTimeout(this.dueTimer);
+    this.dueTimer = undefined;
     this.wake();
     this.need_?.();
-    this.global.wakeAll();
-    this.local.wakeAll();
+    this.global.cancel(this);
     await this.loopDone;
   }
 
-  private freeSlots(): number {
-    return Math.min(this.local.free, this.global.free);
-  }
-
-  private needsClaim(): boolean {
-    if (this.host.room() <= 0) return false;
-    if (this.freeSlots() > 0) return true;
-    return this.target > 0 && this.waiting <= this.target / 2;
+  /**
+   * What the claim loop should do now: claim for free slots (`now`), claim only ahead of slots
+   * (`ahead`), wait in turn for a slot of the process (`slot`: nothing is held here and every slot
+   * is busy), or wait (`nothing`: its own limit is full, it holds enough, or the process holds as
+   * many leases as it may).
+   */
+  private wants(): 'now' | 'ahead' | 'slot' | 'nothing' {
+    if (this.host.room() <= 0) return 'nothing';
+    const ahead = this.target > 0 && this.waiting <= this.target / 2;
+    if (this.local.free <= 0) return ahead ? 'ahead' : 'nothing';
+    if (this.global.free > 0) return this.waiting === 0 || ahead ? 'now' : 'nothing';
+    if (ahead) return 'ahead';
+    return this.waiting === 0 ? 'slot' : 'nothing';
   }
 
   /** Updates the rate and the number of jobs to hold ahead, at the moment a claim is sent. */
@@ -156,32 +202,59 @@ export class QueueFetcher {
     this.target = Math.min(this.o.prefetch, Math.ceil(this.rate * this.claimMs * HOLD_ROUND_TRIPS));
   }
 
+  private waitForNeed(): Promise<void> {
+    return new Promise<void>((resolve) => (this.need_ = resolve));
+  }
+
+  /** Gives back slots taken for a claim that did not use them, so other queues can. */
+  private giveBack(n: number): void {
+    if (n <= 0) return;
+    this.global.give(n);
+    this.local.give(n);
+    this.host.slotsFreed();
+  }
+
   private async loop(): Promise<void> {
     while (!this.stopping) {
       this.pump();
-      if (!this.needsClaim()) {
-        await new Promise<void>((resolve) => (this.need_ = resolve));
+      const want = this.wants();
+      if (want === 'nothing') {
+        await this.waitForNeed();
         continue;
       }
       // Slots for the jobs that start at once are taken before the claim, so the fetchers of other
-      // queues cannot promise them too; the rest of the batch waits here for slots.
+      // queues cannot promise them too; the rest of the batch waits here for slots. With every
+      // slot busy and nothing held, the loop waits for the next slot in turn with the other
+      // queues' loops (Slots.acquire), instead of for a job of its own that may never come.
+      let now = 0;
+      if (want === 'slot') {
+        if (!(await this.global.acquire(this))) continue;
+        this.local.take(1);
+        now = 1;
+        if (this.stopping || this.host.room() <= 0) {
+          this.giveBack(1);
+          continue;
+        }
+      }
       const sentAt = performance.now();
       this.retarget(sentAt);
       const room = this.host.room();
-      const now = this.global.take(Math.min(this.freeSlots(), room));
-      this.local.take(now);
+      if (want !== 'ahead') {
+        const more = this.global.take(Math.min(this.local.free, room - now));
+        this.local.take(more);
+        now += more;
+      }
       const ahead = Math.max(0, Math.min(this.target - this.waiting, room - now));
       const n = now + ahead;
       if (n === 0) {
-        await new Promise<void>((resolve) => (this.need_ = resolve));
+        await this.waitForNeed();
         continue;
       }
       let rows: ClaimedRow[];
       try {
-        rows = await jobClaim(this.db.pool.pool, this.db.run, this.o.queue, this.o.kinds, n, this.o.owner, this.o.leaseMs);
+        rows = await jobClaim(this.db.pool.pool, this.db.run, this.o.queue, this.o.kinds, n, now, this.o.owner, this.o.leaseMs);
       } catch (err) {
-        this.global.give(now);
-        this.local.give(now);
+        this.giveBack(now);
         this.host.onError(err);
         this.idleMs = Math.min(this.o.maxPollMs * 5, Math.max(this.idleMs * 2, 500));
         await this.sleep(this.idleMs);
@@ -201,11 +274,10 @@ export class QueueFetcher {
         if (started < now && !this.stopping) {
           started++;
           this.starts++;
-          this.host.start(job);
+          this.host.start(job, false);
         } else this.held.push(job);
       }
-      this.global.give(now - started);
-      this.local.give(now - started);
+      this.giveBack(now - started);
       if (rows.length === n) {
         this.idleMs = this.o.minPollMs;
         continue;
@@ -234,6 +306,9 @@ export class QueueFetcher {
     });
   }
 }
+
+/** A due time further out than this is left to polling (a day: setTimeout's range is ~24.8 days). */
+const MAX_WAKE_IN_MS = 86_400_000;
 
 /**
  * Jobs held ahead are sized to this many claim round trips of work at the recent rate: a claim is

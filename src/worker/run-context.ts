@@ -1,6 +1,6 @@
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
-import { jobHeartbeat } from '../db/jobs-run.js';
+import { jobFence, jobHeartbeat } from '../db/jobs-run.js';
 import { LeaseLostError } from '../errors.js';
 import type { EnqueueOptions, EnqueueResult } from '../jobs/enqueue-options.js';
 import type { JobContext, JobDefinition, JobLogger } from '../jobs/define-job.js';
@@ -9,6 +9,7 @@ import type { PayloadSchema, SchemaInput } from '../jobs/standard-schema.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ActiveJob } from './active-jobs.js';
 import { JobLog } from './job-log.js';
+import { JobProgress, progressJson } from './job-progress.js';
 
 /** What every job's context shares: one per worker. */
 export interface RunContextShared {
@@ -19,6 +20,13 @@ export interface RunContextShared {
   /** Keys redacted from the fields of lines kept with the job. */
   redact: ReadonlySet<string>;
   leaseLost(job: ActiveJob, why: string): void;
+  onError(where: string, err: unknown): void;
+}
+
+/** The trace id of a stored W3C trace context (`traceparent` = version-traceid-spanid-flags). */
+export function traceIdOf(tc: Record<string, string> | null): string | undefined {
+  const tp = tc?.traceparent;
+  return typeof tp === 'string' && tp.length === 55 ? tp.slice(3, 35) : undefined;
 }
 
 /**
@@ -55,10 +63,38 @@ export class RunContext implements JobContext {
   get db(): Executor {
     return this.shared.db.pool.pool;
   }
+  get traceId(): string | undefined {
+    return traceIdOf(this.job.row.trace_context);
+  }
   /** Logs through the process logger and keeps the lines with the job (bounded; see JobLog). */
   get log(): JobLogger {
     const r = this.job.row;
-    return (this.job.log ??= new JobLog(this.shared.logger, { jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt }, this.shared.redact));
+    const traceId = this.traceId;
+    return (this.job.log ??= new JobLog(
+      this.shared.logger,
+      { jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, ...(traceId ? { traceId } : {}) },
+      this.shared.redact,
+    ));
+  }
+
+  async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+    const { job, shared } = this;
+    const row = job.row;
+    if (job.finished) throw new LeaseLostError(row.id, job.cause ?? 'the job already finished');
+    return shared.db.pool.transaction(async (tx) => {
+      const result = await fn(tx);
+      if (!(await jobFence(tx, shared.db.run, row.id, row.lease_token))) {
+        throw new LeaseLostError(row.id, 'the lease was no longer held when the transaction was to commit; it was rolled back');
+      }
+      return result;
+    });
+  }
+
+  progress(value: unknown): void {
+    const json = progressJson(value);
+    const { job, shared } = this;
+    job.progress ??= new JobProgress(shared.db, job.row.id, job.row.lease_token, (err) => shared.onError('progress', err));
+    job.progress.set(json);
   }
 
   async heartbeat(): Promise<void> {

@@ -1,7 +1,12 @@
-/** A counting limit (process-wide or per queue concurrency) with a wake-up when capacity frees. */
+/**
+ * A counting limit (process-wide or per queue concurrency). Slots are taken at once when free
+ * (`take`), or waited for in first-come order (`acquire`): a slot given back goes to the longest
+ * waiter before it becomes free for anyone, so a claim loop that waits for a slot is served before
+ * a busy queue's held jobs can take every slot that frees (issue 11, bug 1).
+ */
 export class Slots {
   private used = 0;
-  private waiters: (() => void)[] = [];
+  private waiters: { owner: object; resolve(got: boolean): void }[] = [];
 
   constructor(readonly limit: number) {}
 
@@ -13,37 +18,42 @@ export class Slots {
     return this.used;
   }
 
-  /** Takes up to `n` slots; returns how many were taken. */
+  /** Whether anyone waits for a slot. */
+  get contended(): boolean {
+    return this.waiters.length > 0;
+  }
+
+  /** Takes up to `n` free slots now; returns how many were taken. */
   take(n: number): number {
     const k = Math.max(0, Math.min(n, this.free));
     this.used += k;
     return k;
   }
 
-  /** Gives `n` slots back and wakes whoever waits for capacity. */
+  /** Gives `n` slots back: the longest waiters get them first, the rest become free. */
   give(n: number): void {
     if (n <= 0) return;
     this.used -= n;
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w();
+    while (this.waiters.length > 0 && this.free > 0) {
+      this.used++;
+      this.waiters.shift()!.resolve(true);
+    }
   }
 
-  /** Resolves when some slot is given back (or at once when one is free). */
-  whenFree(): Promise<void> {
-    if (this.free > 0) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push(resolve));
+  /**
+   * Takes one slot, waiting in first-come order when none is free. Resolves true with the slot
+   * taken, or false when `cancel(owner)` withdrew the wait.
+   */
+  acquire(owner: object): Promise<boolean> {
+    if (this.waiters.length === 0 && this.take(1) === 1) return Promise.resolve(true);
+    return new Promise((resolve) => this.waiters.push({ owner, resolve }));
   }
 
-  /** Resolves when every slot is free. */
-  async whenIdle(): Promise<void> {
-    while (this.used > 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
-  }
-
-  /** Wakes every waiter without giving anything back (used when stopping). */
-  wakeAll(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w();
+  /** Withdraws `owner`'s waits (they resolve false). */
+  cancel(owner: object): void {
+    const mine = this.waiters.filter((w) => w.owner === owner);
+    if (mine.length === 0) return;
+    this.waiters = this.waiters.filter((w) => w.owner !== owner);
+    for (const w of mine) w.resolve(false);
   }
 }

@@ -5,7 +5,7 @@ import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { trackResource } from '../lifecycle/resources.js';
-import type { EventBus } from '../telemetry/events.js';
+import { workerError, type EventBus } from '../telemetry/events.js';
 import { DEFAULT_REDACT, type Logger } from '../telemetry/logger.js';
 import { ActiveJobs, type ActiveJob } from './active-jobs.js';
 import { Completer } from './completer.js';
@@ -55,6 +55,11 @@ export class Worker {
   private readonly runs = new Map<ActiveJob, Promise<void>>();
   /** Leases held at most (running, waiting for a slot, or being completed): back-pressure on claims. */
   private readonly maxHeld: number;
+  /** The fetchers in a fixed order, and where the next round of freed slots starts (round robin). */
+  private readonly order: QueueFetcher[] = [];
+  private cursor = 0;
+  /** Handlers still running after their job's end was decided without them (see `execute`). */
+  private stuck = 0;
   private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
   private release: (() => void) | undefined;
   private stopped: Promise<void> | undefined;
@@ -85,6 +90,7 @@ export class Worker {
       new Set([...DEFAULT_REDACT, ...(settings.redact ?? [])]),
       settings.errorMessages ?? false,
     );
+    this.runner.onRetry = (queue, delayMs) => this.retryIn(queue, delayMs);
     this.heartbeat = new PeriodicTask('heartbeat', settings.heartbeatMs, () => this.renewLeases(), onError('heartbeat'), 0);
     for (const [queue, limit] of settings.queues) {
       const local = new Slots(Math.min(limit, settings.concurrency));
@@ -103,7 +109,8 @@ export class Worker {
         local,
         {
           hold: (row) => this.active.add(row),
-          start: (job) => this.dispatch(job, local, fetcher),
+          start: (job, fromHeld) => this.dispatch(job, local, fromHeld),
+          slotsFreed: () => this.pump(),
           expired: (row) => this.expired(row),
           expireHeld: (job) => void this.expireHeld(job),
           room: () => this.maxHeld - this.active.size,
@@ -114,6 +121,7 @@ export class Worker {
         },
       );
       this.fetchers.set(queue, fetcher);
+      this.order.push(fetcher);
     }
   }
 
@@ -127,6 +135,15 @@ export class Worker {
     return this.active.size;
   }
 
+  /**
+   * Handlers that kept running after their job timed out, was cancelled or lost its lease, past
+   * the grace period: their slots were given back (so they do not stop all work), but they are
+   * still running in this process.
+   */
+  get stuckHandlers(): number {
+    return this.stuck;
+  }
+
   start(): void {
     if (this.state !== 'new') return;
     this.state = 'running';
@@ -136,19 +153,20 @@ export class Worker {
     this.events.emit({ type: 'worker.started', owner: this.settings.owner, queues: this.queues, concurrency: this.settings.concurrency });
   }
 
-  /** A notification said `queue` has work (or, with no queue, the listener reconnected). */
-  wake(queue?: string): void {
+  /**
+   * A notification said `queue` has work — due in `dueInMs` when given (a future job) — or, with
+   * no queue, the listener reconnected.
+   */
+  wake(queue?: string, dueInMs?: number): void {
     if (queue === undefined) for (const f of this.fetchers.values()) f.wake();
+    else if (dueInMs !== undefined && dueInMs > 0) this.fetchers.get(queue)?.wakeIn(dueInMs);
     else this.fetchers.get(queue)?.wake();
   }
 
   /** A job this worker holds was cancelled: abort its handler. */
   cancelled(id: string): void {
     const job = this.active.get(id);
-    if (!job || job.finished) return;
-    job.finished = true;
-    job.cause = 'cancelled';
-    job.controller.abort(new JobCancelledError(id));
+    if (!job || !job.abort('cancelled', new JobCancelledError(id))) return;
     this.active.remove(job);
     const r = job.row;
     // The process that cancelled emitted job.cancelled; here the holder lets go of it.
@@ -204,21 +222,42 @@ export class Worker {
     return done;
   }
 
-  private dispatch(job: ActiveJob, local: Slots, fetcher: QueueFetcher): void {
-    this.runs.set(job, this.execute(job, local, fetcher));
+  private dispatch(job: ActiveJob, local: Slots, fromHeld: boolean): void {
+    // A job that waited here started later than its claim: its start is recorded lazily (batched
+    // with the next completion), so a crash gives back the attempt of a job that never ran.
+    if (fromHeld && !job.row.at_most_once) this.completer.markStarted(job.row.id, job.row.lease_token);
+    this.runs.set(job, this.execute(job, local));
   }
 
-  private async execute(job: ActiveJob, local: Slots, fetcher: QueueFetcher): Promise<void> {
+  private async execute(job: ActiveJob, local: Slots): Promise<void> {
     // The slot is the handler's: it frees when the handler returns, not when the batched
     // completion commits (the lease stays held, and heartbeated, until then), and a job held by
     // a fetcher takes it at once.
     let freed = false;
+    let stuck = false;
+    let graceTimer: NodeJS.Timeout | undefined;
     const free = () => {
+      clearTimeout(graceTimer);
       if (freed) return;
       freed = true;
       this.global.give(1);
       local.give(1);
-      this.pump(fetcher);
+      this.pump();
+    };
+    // A job whose end was decided without its handler (timeout, cancel, lost lease) gives its slot
+    // back once the handler has had `abortGraceMs` to notice its signal: a handler that ignores the
+    // signal keeps running, but no longer keeps other jobs from starting (issue 11, bug 4).
+    job.onAbort = () => {
+      if (freed || job.cause === 'shutdown') return;
+      graceTimer = setTimeout(() => {
+        if (freed) return;
+        stuck = true;
+        this.stuck++;
+        const r = job.row;
+        this.events.emit({ type: 'job.handler-stuck', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, cause: job.cause ?? 'aborted', graceMs: this.settings.abortGraceMs });
+        free();
+      }, this.settings.abortGraceMs);
+      graceTimer.unref?.();
     };
     try {
       if ((await this.runner.run(job, free)) === 'interrupted') await this.handBack([job]);
@@ -229,18 +268,35 @@ export class Worker {
       job.finished = true;
       this.active.remove(job);
     } finally {
+      job.onAbort = undefined;
+      if (stuck) this.stuck--;
       this.runs.delete(job);
       free();
       // The lease is released now: room for the next claim.
-      this.pump(fetcher);
+      this.pump();
     }
   }
 
-  /** Fills free slots from held jobs: the job's own queue first, then the others (the process-wide slot is shared). */
-  private pump(first: QueueFetcher): void {
+  /**
+   * Fills free slots from held jobs, one job per queue in turn (starting after the queue served
+   * last), so a queue holding many prefetched jobs cannot take every slot that frees; then lets
+   * each claim loop go on if it waits for a slot or for room.
+   */
+  private pump(): void {
     if (this.state !== 'running') return;
-    first.pump();
-    if (this.fetchers.size > 1) for (const f of this.fetchers.values()) if (f !== first) f.pump();
+    const fs = this.order;
+    if (fs.length === 1) return fs[0]!.pump();
+    let i = this.cursor;
+    for (let idle = 0; idle < fs.length && this.global.free > 0; i = (i + 1) % fs.length) {
+      idle = fs[i]!.startHeld(1) > 0 ? 0 : idle + 1;
+    }
+    this.cursor = i;
+    for (const f of fs) f.checkNeed();
+  }
+
+  /** A job of `queue` was written back for a retry in `delayMs`: claim it then, not at the next poll. */
+  retryIn(queue: string, delayMs: number): void {
+    this.fetchers.get(queue)?.wakeIn(delayMs);
   }
 
   /** A held job's deadline passed before a slot freed: expire it (fenced) instead of running it. */
@@ -309,11 +365,13 @@ export class Worker {
 
   private lastError = 0;
   private reportError(where: string, err: unknown): void {
-    this.events.emit({ type: 'worker.error', where, error: err instanceof Error ? err.message : String(err) });
+    const event = workerError(where, err);
+    this.events.emit(event);
     // Rate-limit: a database outage must not flood the log.
     const now = Date.now();
     if (now - this.lastError < 5_000) return;
     this.lastError = now;
-    this.logger.error({ where, err: err instanceof Error ? { message: err.message, code: (err as { code?: string }).code } : String(err) }, `worker error in ${where}`);
+    const { type: _type, error, ...ids } = event as Extract<typeof event, { type: 'worker.error' }>;
+    this.logger.error({ ...ids, err: { message: error } }, `worker error in ${where}`);
   }
 }

@@ -261,3 +261,25 @@ describe('operator API', () => {
     expect((await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".audit_log`)).rows[0].n).toBe(audit);
   });
 });
+
+describe('enqueue: jobs that could never run, and trace contexts (issue 11, bug 7)', () => {
+  const hour = 3_600_000;
+  it.each([
+    ['a deadline in the past', { expiresAt: new Date(Date.now() - hour) }, 'expiresAt'],
+    ['a deadline before the delayed run time', { delayMs: 2 * hour, expiresAt: new Date(Date.now() + hour) }, 'expiresAt'],
+    ['a maximum age shorter than the time until runAt', { runAt: new Date(Date.now() + 2 * hour), maxAgeMs: hour }, 'maxAgeMs'],
+    ['a maximum age shorter than the debounce window', { dedupeKey: 'k', debounceMs: 2 * hour, maxAgeMs: hour }, 'maxAgeMs'],
+    ['a trace context that is not an object', { traceContext: 'traceparent' }, 'traceContext'],
+    ['a malformed traceparent', { traceContext: { traceparent: '00-xyz' } }, 'traceContext'],
+    ['a trace context with too many fields', { traceContext: Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`k${i}`, 'v'])) }, 'traceContext'],
+    ['an over-long tracestate', { traceContext: { tracestate: 'x'.repeat(600) } }, 'traceContext'],
+  ])('%s: NS_OPTIONS_INVALID naming the field, nothing written', async (_what, options, field) => {
+    const ns = t.client({ jobs: [mail] });
+    const before = await jobCount();
+    const err = await failure(ns.enqueue(mail, { to: 'a' }, options as never));
+    expect(err.code).toBe('NS_OPTIONS_INVALID');
+    expect(err.issues.map((i) => i.path)).toContain(field);
+    expect(await jobCount()).toBe(before);
+  });
+
+});

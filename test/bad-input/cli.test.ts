@@ -1,14 +1,16 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/db.js';
-import { cli } from '../support/cli.js';
+import { cliInProcess as cli } from '../cli/in-process.js';
 
-// Entry point: the `nightshift` CLI (the real binary, on the CLI tests' app in
-// test/fixtures/cli-app). A bad flag value or payload exits 2 with the error's code and writes
-// nothing. Cases already in test/cli/cli.test.ts are not repeated here; each case spawns the CLI,
-// so the table keeps one case per kind of mistake.
+// Entry point: the `nightshift` CLI (runCli in this process — what the binary adds is in
+// test/cli/binary.test.ts — on the CLI tests' app in test/fixtures/cli-app). A bad flag value or
+// payload exits 2 with the error's code and writes nothing. Cases already in test/cli/cli.test.ts
+// are not repeated here; the table keeps one case per kind of mistake.
 
 const t = useTestDatabase('bad_cli');
-const env = () => ({ DATABASE_URL: t.url, NS_SCHEMA: t.schema });
+// The config reads NS_SCHEMA from process.env (the CLI runs in this process).
+process.env.NS_SCHEMA = t.schema;
+const env = () => ({ DATABASE_URL: t.url });
 const run = (args: string[], extra: Record<string, string | undefined> = {}) => cli(args, { env: { ...env(), ...extra } });
 const jobCount = async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs`)).rows[0].n as number;
 let before = 0;
@@ -41,13 +43,31 @@ const cases: [what: string, args: string[], code: number, stderr: string][] = [
   ['schedules trigger with a NUL in the payload', ['schedules', 'trigger', 'nightly-digest', '--payload', '{"day":"\\u0000"}'], 2, 'NS_PAYLOAD_INVALID'],
   ['a schema with SQL metacharacters', ['--schema', 'x"; DROP SCHEMA public; --', 'jobs', 'list'], 2, 'NS_CONFIG_INVALID'],
   ['a database URL of another scheme', ['--database-url', 'mysql://localhost/db', 'jobs', 'list'], 2, 'must start with postgres://'],
+  // Bug 12 of issue 11: typed usage errors where a value was silently ignored, or a raw error came out.
+  ['a database URL with a port beyond 65535', ['--database-url', 'postgres://u:pw@localhost:99999/db', 'jobs', 'list'], 2, 'NS_USAGE: the database URL is not a valid URL'],
+  ['an empty --schema', ['--schema', '', 'jobs', 'list'], 2, 'NS_USAGE: --schema is empty'],
+  ['--roles naming no role', ['worker', '--roles', ','], 2, 'NS_USAGE: --roles "," names no role'],
+  ['a kind one typo from a defined one', ['enqueue', 'send-emial', '--payload', '{}'], 2, 'did you mean "send-email"?'],
 ];
 
 describe('nightshift CLI: bad input', () => {
-  it.concurrent.each(cases)('%s: exit %i, nothing written', async (_what, args, code, stderr) => {
+  // One after another: the leak guard counts what each test leaves running, which concurrent tests would blur.
+  it.each(cases.map(([what, args, code, stderr]) => ({ what, args, code, stderr })))('$what: exit $code, nothing written', async ({ args, code, stderr }) => {
     const r = await run(args);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(code);
     expect(r.stderr).toContain(stderr);
+  });
+});
+
+describe('nightshift CLI: bad input from the environment', () => {
+  it('NIGHTSHIFT_ROLES of commas only is a usage error; empty, it means every role', async () => {
+    const commas = await run(['worker'], { NIGHTSHIFT_ROLES: ' , ' });
+    expect(commas.code, commas.stderr).toBe(2);
+    expect(commas.stderr).toContain('NIGHTSHIFT_ROLES " , " names no role');
+    // Empty counts as unset: everything, which here needs the classifier's key (so it stops at once).
+    const empty = await run(['worker'], { NIGHTSHIFT_ROLES: '', OPENROUTER_API_KEY: undefined });
+    expect(empty.code, empty.stderr).toBe(2);
+    expect(empty.stderr).toContain('NS_MISSING_ENV');
   });
 });
 

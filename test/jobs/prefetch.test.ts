@@ -153,7 +153,7 @@ describe('claiming ahead of free slots (prefetch)', () => {
     const pool = createPool({ connectionString: t.url, max: 1, applicationName: 'pf-crashed' });
     try {
       const db = new Database(pool, t.schema);
-      const claimed = await jobClaim(pool.pool, db.run, 'pf-amo', ['pf-amo'], 2, 'crashed', 60_000);
+      const claimed = await jobClaim(pool.pool, db.run, 'pf-amo', ['pf-amo'], 2, 2, 'crashed', 60_000);
       expect(claimed.map((r) => r.id).sort()).toEqual([...ids].sort());
       const second = claimed.find((r) => r.id === ids[1])!;
       expect([...(await jobStart(pool.pool, db.run, [second.id], [second.lease_token]))]).toEqual([second.lease_token]);

@@ -12,8 +12,8 @@ const FIXTURE = 'test/leadership/fixtures/daemon-process.ts';
 
 const procs: Proc[] = [];
 
-function start(): Proc {
-  const p = startScript(FIXTURE, { NS_TEST_DATABASE_URL: t.url, NS_TEST_SCHEMA: t.schema, NS_TEST_TTL_MS: '1500' });
+function start(mode = 'fenced'): Proc {
+  const p = startScript(FIXTURE, { NS_TEST_DATABASE_URL: t.url, NS_TEST_SCHEMA: t.schema, NS_TEST_TTL_MS: '1500', NS_TEST_MODE: mode });
   procs.push(p);
   return p;
 }
@@ -125,5 +125,33 @@ describe('daemons across processes', () => {
     // The refused token is older than the term that was current when it was refused.
     const { rows: refusals } = await t.sql.query(`SELECT token::text, pid FROM ${q()}.mp_refusals`);
     expect(refusals).toEqual([{ token: second.token, pid: second.pid }]);
+  });
+
+  // Issue 11, bug 6: an `everyMs` daemon frozen past its lease woke with its delay timer and its
+  // term's deadline both expired; the run went once more, and its unfenced ctx.db write landed
+  // after the new holder had taken over.
+  it('a holder frozen past its lease writes nothing more through ctx.db once it wakes', async () => {
+    const all = [start('unfenced'), start('unfenced')];
+    await Promise.all(all.map((p) => p.waitForLine('ready')));
+    const first = await waitFor('a leader writing', async () => {
+      const l = await currentLease();
+      return l && all.some((p) => p.pid === l.pid) && (await recordsBy(l.pid, l.token)) > 3 ? l : undefined;
+    });
+    const frozen = all.find((p) => p.pid === first.pid)!;
+    frozen.child.kill('SIGSTOP');
+    const next = await waitFor('the other process to take over and write', async () => {
+      const l = await currentLease();
+      return l && l.pid !== first.pid && (await recordsBy(l.pid, l.token)) > 3 ? l : undefined;
+    });
+    frozen.child.kill('SIGCONT');
+    await frozen.waitForLine(`deposed ${first.token}`);
+    // Let the woken process go on for a while as the follower it now is.
+    await waitFor('the new leader to keep writing', async () => (await recordsBy(next.pid, next.token)) > 20);
+    const { rows } = await t.sql.query(
+      `SELECT count(*)::int AS n FROM ${q()}.mp_records r
+       WHERE r.pid = $1 AND r.token = $2 AND r.at > (SELECT min(at) FROM ${q()}.mp_records WHERE token = $3)`,
+      [first.pid, first.token, next.token],
+    );
+    expect(rows[0].n).toBe(0);
   });
 });

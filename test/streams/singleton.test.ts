@@ -103,7 +103,8 @@ class ManualLease implements LeaderLease {
   }
   elect(token: string) {
     this.controller = new AbortController();
-    this.term = { token, signal: this.controller.signal };
+    const signal = this.controller.signal;
+    this.term = { token, signal, held: () => !signal.aborted };
     for (const l of this.listeners) l(this.term);
   }
   depose() {

@@ -30,8 +30,8 @@ export class PgProxy {
   port = 0;
 
   constructor(
-    private readonly targetHost: string,
-    private readonly targetPort: number,
+    private targetHost: string,
+    private targetPort: number,
   ) {
     this.server = net.createServer((client) => this.accept(client));
   }
@@ -66,6 +66,20 @@ export class PgProxy {
       cut.push(l.applicationName);
     }
     return cut;
+  }
+
+  /**
+   * Points new connections at another server (a promoted standby: what a DNS name, a virtual IP
+   * or a managed database's endpoint does on failover) and drops the open ones.
+   */
+  retarget(host: string, port: number): void {
+    this.targetHost = host;
+    this.targetPort = port;
+    for (const l of this.links) {
+      l.client.destroy();
+      l.upstream.destroy();
+    }
+    this.links.clear();
   }
 
   /** Destroys every connection and stops listening. */

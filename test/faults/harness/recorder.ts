@@ -20,6 +20,7 @@ export type FaultKind =
   | 'backend-terminated'
   | 'listener-cut'
   | 'pg-restart'
+  | 'pg-failover'
   | 'redis-restart'
   | 'clock-skew'
   | 'rollback';

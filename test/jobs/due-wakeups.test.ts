@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineJob } from '../../src/index.js';
+import { useTestDatabase } from '../support/db.js';
+import { waitFor } from '../support/wait.js';
+
+const t = useTestDatabase();
+t.migrateBeforeAll();
+const q = () => `"${t.schema}"`;
+const payload = z.object({ v: z.number() });
+
+// Issue 11, bug 5: runAt, delayMs, debounce and retries set no timer for the job's due time, so
+// with a long poll (seed 003 polls every 30 s) a job started up to the poll interval late.
+//
+// The worker below polls at most every 10 minutes; an idle queue's poll backs off from 50 ms,
+// doubling. Once a queue has polled empty 7 times, its next poll is at least 6.4 s away (and the
+// one after 12.8 s). Each job is then due within a second, so a start within 3 s of its due time
+// (both on the database clock) can only come from the due-time wake-up, not from a poll. The
+// bound is a liveness bound, loose by an order of magnitude; speed itself is measured in bench/.
+const POLL_MS = 600_000;
+const EMPTY_POLLS = 7;
+const BOUND_MS = 3_000;
+
+describe('a job due in the future starts when it is due, not at the next poll', () => {
+  it('delayMs, runAt, debounce (API and SQL) and a retry after a back-off', async () => {
+    const attempts: number[] = [];
+    const mk = (queue: string) => defineJob({ kind: queue, payload, queue, run: () => undefined });
+    const delay = mk('due-delay');
+    const debounce = mk('due-debounce');
+    const retry = defineJob({
+      kind: 'due-retry',
+      payload,
+      queue: 'due-retry',
+      backoff: () => 400,
+      run: (_p, ctx) => {
+        attempts.push(ctx.attempt);
+        if (ctx.attempt === 1) throw new Error('first attempt fails');
+      },
+    });
+    const worker = t.client({ jobs: [delay, debounce, retry], pollIntervalMs: POLL_MS });
+    const empty = new Map<string, number>();
+    worker.on((e) => {
+      if (e.type === 'worker.claimed' && e.count === 0) empty.set(e.queue, (empty.get(e.queue) ?? 0) + 1);
+    });
+    await worker.start();
+    await waitFor('every queue to have backed off its polling', () => worker.workedQueues.every((qn) => (empty.get(qn) ?? 0) >= EMPTY_POLLS), { timeoutMs: 60_000 });
+
+    const producer = t.client({ jobs: [delay, debounce, retry] });
+    const ids = [
+      (await producer.enqueue(delay, { v: 1 }, { delayMs: 300 })).id,
+      (await producer.enqueue(delay, { v: 2 }, { runAt: new Date(Date.now() + 600) })).id,
+    ];
+    const a = await producer.enqueue(debounce, { v: 1 }, { dedupeKey: 'd', debounceMs: 200 });
+    expect(await producer.enqueue(debounce, { v: 2 }, { dedupeKey: 'd', debounceMs: 500 })).toEqual({ id: a.id, deduped: true });
+    ids.push(a.id);
+    const viaSql = await t.sql.query(`SELECT ${q()}.enqueue('due-debounce', '{"v":3}', dedupe_key => 'e', debounce => interval '300 milliseconds') AS id`);
+    await t.sql.query(`SELECT ${q()}.enqueue('due-debounce', '{"v":4}', dedupe_key => 'e', debounce => interval '400 milliseconds')`);
+    ids.push(String(viaSql.rows[0].id));
+    ids.push((await producer.enqueue(retry, { v: 1 })).id);
+
+    const late = async () => {
+      const r = await t.sql.query(
+        `SELECT id::text, state::text, (extract(epoch FROM started_at - run_at) * 1000)::float8 AS late_ms FROM ${q()}.jobs WHERE id = ANY($1::bigint[])`,
+        [ids],
+      );
+      return r.rows as { id: string; state: string; late_ms: number }[];
+    };
+    const done = await waitFor('every job to complete', async () => {
+      const rows = await late();
+      return rows.length === ids.length && rows.every((r) => r.state === 'completed') ? rows : undefined;
+    });
+    expect(attempts).toEqual([1, 2]);
+    // started_at - run_at: for the retried job, run_at is the retry's due time.
+    for (const r of done) expect(r.late_ms, `job ${r.id} started ${Math.round(r.late_ms)} ms after it was due`).toBeLessThan(BOUND_MS);
+  });
+});
