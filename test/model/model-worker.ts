@@ -23,8 +23,11 @@ const ns = createNightshift({
   schema,
   jobs: [jobs.alo, jobs.amo],
   concurrency: spec.concurrency,
-  // Queue order matters (the first one claims first); a queue without a limit gets none.
-  queues: Object.fromEntries(spec.queues.map((q) => [q.name, q.limit === undefined ? {} : { concurrency: q.limit }])),
+  // A role claims the spec's queues, in its order (each queue's claim loop starts in that order);
+  // `queues` only gives some of them a limit of their own.
+  roles: { model: { queues: spec.queues.map((q) => q.name) } },
+  activeRoles: ['model'],
+  queues: Object.fromEntries(spec.queues.filter((q) => q.limit !== undefined).map((q) => [q.name, { concurrency: q.limit }])),
   prefetch: spec.prefetch,
   pollIntervalMs: spec.pollMs,
   leaseMs: MODEL_SETTINGS.leaseMs,
