@@ -6,6 +6,7 @@
  *   DATABASE_URL, NS_SCHEMA   where
  *   MODEL_WORKER              the WorkerSpec, as JSON
  *   MODEL_RUN_LOG             the file of its run log
+ *   MODEL_DEBUG=1             print every event too
  */
 import { createNightshift } from '../../src/index.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
@@ -41,6 +42,8 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 
 ns.on((e) => {
   if (e.type === 'worker.error') say(`error ${e.where}: ${e.error.replace(/\s+/g, ' ')}`);
+  // MODEL_DEBUG=1: every event, for a scenario being looked into (the output is kept with the run).
+  else if (env.MODEL_DEBUG === '1' && e.type !== 'worker.claimed') say(`event ${Date.now()} ${JSON.stringify(e)}`);
 });
 
 let stopping = false;
