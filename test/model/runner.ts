@@ -11,9 +11,10 @@ import { createNightshift, type EnqueueOptions } from '../../src/index.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { Fleet, type Member } from '../faults/harness/fleet.js';
 import { FaultInjector, ownerPid, runTimeline } from '../faults/harness/injector.js';
-import { PgProxy } from '../faults/harness/pg-proxy.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { waitFor } from '../support/wait.js';
 import { Random } from '../faults/harness/random.js';
-import { prepareContext, until } from '../faults/harness/scenario.js';
+import { prepareContext } from '../faults/harness/scenario.js';
 import { modelJobs, type ModelPayload } from './model-jobs.js';
 import { loadRecord, readRunLog, type EnqueueRecord, type InstanceRecord, type Observation } from './observation.js';
 import { Sampler } from './sampler.js';
@@ -57,7 +58,7 @@ export async function runModelScenario(scenario: ModelScenario, env: RunEnv): Pr
   const ctx = await prepareContext({ url: env.url, schema: env.schema, server: undefined, random: new Random(1), log: env.log });
   const dir = mkdtempSync(join(tmpdir(), 'nightshift-model-'));
   const u = new URL(env.url);
-  const proxy = new PgProxy(u.hostname, Number(u.port));
+  const proxy = new TcpProxy(u.hostname, Number(u.port));
   await proxy.listen();
   const injector = new FaultInjector(ctx.admin, ctx.random);
   const fleet = new Fleet('test/model/model-worker.ts', { DATABASE_URL: proxy.url(env.url), NS_SCHEMA: env.schema });
@@ -131,7 +132,7 @@ export async function runModelScenario(scenario: ModelScenario, env: RunEnv): Pr
     ]);
     try {
       const q = ctx.recorder.q;
-      await until('every job to finish', async () => (await ctx.admin.query(`SELECT 1 FROM ${q}.jobs WHERE state IN ('available', 'running') LIMIT 1`)).rowCount === 0, env.drainMs, 200);
+      await waitFor('every job to finish', async () => (await ctx.admin.query(`SELECT 1 FROM ${q}.jobs WHERE state IN ('available', 'running') LIMIT 1`)).rowCount === 0, { timeoutMs: env.drainMs, everyMs: 200 });
     } catch {
       drainTimedOut = true;
     }
@@ -139,7 +140,7 @@ export async function runModelScenario(scenario: ModelScenario, env: RunEnv): Pr
     env.log(`model: timeline and drain took ${drainedAt - t0} ms${drainTimedOut ? ' (the drain reached its bound)' : ''}; stopping`);
     await sampler.stop();
     // A replacement still starting has no SIGTERM handler yet: let it come up, so the stop is judged fairly.
-    await until('every process to be ready', () => instances.every((i) => i.readyAt !== undefined || i.exitAt !== undefined), 60_000, 100).catch(() => undefined);
+    await waitFor('every process to be ready', () => instances.every((i) => i.readyAt !== undefined || i.exitAt !== undefined), { timeoutMs: 60_000, everyMs: 100 }).catch(() => undefined);
     const stopAt = Date.now();
     // Bounded: a process that ignores SIGTERM this long is SIGKILLed, and the checker says so.
     for (const x of await fleet.stopAll(STOP_BOUND_MS)) {

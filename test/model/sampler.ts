@@ -70,7 +70,11 @@ export class Sampler {
       } catch {
         // A missed sample only widens the gap the checker sees; it never invents a wait.
       }
-      if (!this.stopped) this.timer = setTimeout(() => (this.running = tick()), this.everyMs);
+      if (!this.stopped) {
+        this.timer = setTimeout(() => {
+          this.running = tick();
+        }, this.everyMs);
+      }
     };
     this.running = tick();
   }
