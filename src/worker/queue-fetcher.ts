@@ -79,6 +79,8 @@ export class QueueFetcher extends BaseService {
   /** The timer of the earliest known future due time (wakeIn), and when it fires (monotonic clock). */
   private dueTimer: Timer | undefined;
   private dueAt = 0;
+  /** Learn the next due time after the next empty claim: at start (jobs delayed before this process started), and after the listener (re)connected. */
+  private probeDue = true;
   private readonly db: Database;
   private readonly global: Slots;
   private readonly local: Slots;
@@ -104,6 +106,12 @@ export class QueueFetcher extends BaseService {
 
   protected onStart(): void {
     this.loopDone = this.loop();
+  }
+
+  /** The listener (re)connected: claim now, and learn the next due time after the claim (see learnNextDue). */
+  reconnected(): void {
+    this.probeDue = true;
+    this.wake();
   }
 
   /** Claim now (a notification or reconnect said there may be work). */
@@ -296,7 +304,22 @@ export class QueueFetcher extends BaseService {
         continue;
       }
       this.idleMs = rows.length > 0 ? this.o.minPollMs : Math.min(this.o.maxPollMs, this.idleMs * 2);
+      if (rows.length === 0 && this.probeDue) await this.learnNextDue();
       await this.sleep(this.idleMs);
+    }
+  }
+
+  /**
+   * After the listener (re)connected it may have missed the notifications that carry due times:
+   * once a claim finds nothing due, ask when the next job is (see `nextDue`) and wake then.
+   */
+  private async learnNextDue(): Promise<void> {
+    this.probeDue = false;
+    try {
+      const ms = await this.db.jobs.nextDue({ queue: this.o.queue, kinds: this.o.kinds });
+      if (ms !== null) this.wakeIn(ms);
+    } catch (err) {
+      this.host.onError(err);
     }
   }
 
