@@ -45,6 +45,7 @@ export const CORE_FILES = [
   'test/bad-input/sql.test.ts',
   'test/bad-input/api.test.ts',
   'test/cli/cli.test.ts',
+  'test/cli/binary.test.ts',
 ];
 
 /**

@@ -1,5 +1,4 @@
 import type { Database } from '../db/database.js';
-import { dedupeKeyPrune, jobExpire, jobPrune, jobRescue } from '../db/jobs-maintenance.js';
 import type { JobState } from '../db/job-row.js';
 import type { EventBus } from '../telemetry/events.js';
 
@@ -31,7 +30,7 @@ export class JobMaintenance {
   async rescue(): Promise<number> {
     let total = 0;
     for (;;) {
-      const rows = await jobRescue(this.db.pool.pool, this.db.maintenance, BATCH, this.db.channels.jobs);
+      const rows = await this.db.maintenance.rescue({ limit: BATCH });
       total += rows.length;
       if (this.events.active) {
         for (const r of rows) {
@@ -49,7 +48,7 @@ export class JobMaintenance {
   async expire(): Promise<number> {
     let total = 0;
     for (;;) {
-      const rows = await jobExpire(this.db.pool.pool, this.db.maintenance, BATCH);
+      const rows = await this.db.maintenance.expire({ limit: BATCH });
       total += rows.length;
       if (this.events.active) {
         for (const r of rows) this.events.emit({ type: 'job.expired', jobId: r.id, kind: r.kind, queue: r.queue, attempt: 0 });
@@ -65,13 +64,13 @@ export class JobMaintenance {
       if (ms === false || ms === undefined) continue;
       let n = 0;
       for (;;) {
-        const deleted = await jobPrune(this.db.pool.pool, this.db.maintenance, state, ms, BATCH);
+        const deleted = await this.db.maintenance.prune({ state, olderThanMs: ms, limit: BATCH });
         n += deleted;
         if (deleted < BATCH) break;
       }
       result[state as JobState] = n;
     }
-    while ((await dedupeKeyPrune(this.db.pool.pool, this.db.maintenance, BATCH)) === BATCH);
+    while ((await this.db.maintenance.pruneKeys({ limit: BATCH })) === BATCH);
     return result;
   }
 }

@@ -1,9 +1,8 @@
 import { Database } from '../db/database.js';
-import { assertMigrated, migrate, type MigrateResult } from '../db/migrator.js';
+import type { MigrateResult } from '../db/migrator.js';
 import { createPool, type PoolHandle } from '../db/pool.js';
-import { kindRegister, settingPayloadLimit } from '../db/queues.js';
+import { preparedStatementsOffHint } from '../db/statements.js';
 import type { Executor } from '../db/executor.js';
-import { StoppedError } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { EnqueueOptions, EnqueueResult } from '../jobs/enqueue-options.js';
 import { Enqueuer, type EnqueueManyOptions } from '../jobs/enqueuer.js';
@@ -14,32 +13,28 @@ import { JobMaintenance, type Retention } from '../maintenance/job-maintenance.j
 import { EventBus, type EventListener } from '../telemetry/events.js';
 import { createLogger, logEvents, type Logger } from '../telemetry/logger.js';
 import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './client-options.js';
-import { ConfigError, MissingEnvError } from '../errors.js';
-import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
+import { ConfigError, StoppedError } from '../errors.js';
+import { planRoles, type RolePlan } from '../roles/role-plan.js';
 import { listProcesses } from './process-registry.js';
 import { Host, type Wakeups } from './host.js';
-import { jobLogList, jobLogStatements, type JobLogLine } from '../db/job-logs.js';
+import type { JobLogLine } from '../db/job-logs.js';
 import { StreamClient } from '../streams/stream-client.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
 import type { StreamsDiagnosis } from '../streams/diagnose-streams.js';
 import { OpsServer } from './ops-server.js';
-import { NightshiftMetrics } from '../telemetry/metrics.js';
+import type { NightshiftMetrics } from '../telemetry/metrics.js';
 import type { Registry } from 'prom-client';
-import { jobDepth, type DepthRow } from '../db/jobs-admin.js';
+import { clientMetrics } from './client-metrics.js';
+import { systemClock } from '../lifecycle/clock.js';
 import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type ScheduleTickRecord, type TriggerResult } from '../schedules/schedule-admin.js';
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
-import { assertBudget, connectionBudget, poolSize, type BudgetReport } from './budget.js';
-import type { ProcessRow } from '../db/processes.js';
+import { connectionBudget, poolSize, type BudgetReport } from './budget.js';
+import type { ProcessRecord } from '../db/processes.js';
 import { CheckNotFoundError } from '../errors.js';
 import { AlertAdmin, type AckOptions, type AlertRecord, type ListAlertsOptions } from '../watchdog/alert-admin.js';
 import type { CheckRunReport } from '../watchdog/check-runner.js';
 import { Watchdog, type CheckInfo } from '../watchdog/watchdog.js';
 import { assertNotifiersComplete, checkHosting, withWatchdog } from './watchdog-wiring.js';
-
-const PREPARED_POOLER_HINT =
-  "connected through a connection pooler (its cancel key is not the server's): nightshift sends unnamed statements there, as named ones collide in transaction mode; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) to say so up front, or true for a session-mode pool (docs/poolers.md)";
-const PREPARED_COLLISION_HINT =
-  'a named statement collided (as behind a transaction-mode pooler, which shares server connections): nightshift sends unnamed statements for the rest of this process; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) behind such a pooler (docs/poolers.md)';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -66,10 +61,9 @@ export class Nightshift extends JobAdmin {
   private readonly alerts: AlertAdmin;
 
   constructor(input: NightshiftOptions) {
-    const resolved = resolveOptions(input);
+    const options = resolveOptions(input);
     // Before the pool exists: a mistake here must not leave a pool open.
-    if (resolved.watchdog) Watchdog.validate(resolved.checks, resolved.watchdog);
-    const options = resolved;
+    if (options.watchdog) Watchdog.validate(options.checks, options.watchdog);
     const pool = createPool({
       ...(options.databaseUrl ? { connectionString: options.databaseUrl } : {}),
       ...(options.pool ? { pool: options.pool } : {}),
@@ -78,13 +72,13 @@ export class Nightshift extends JobAdmin {
     });
     const events = new EventBus();
     const database = new Database(pool, options.schema, options.preparedStatements, (off) =>
-      events.emit({ type: 'database.prepared-statements-off', ...off, hint: off.cause === 'pooler' ? PREPARED_POOLER_HINT : PREPARED_COLLISION_HINT }),
+      events.emit({ type: 'database.prepared-statements-off', ...off, hint: preparedStatementsOffHint(off) }),
     );
     // The watchdog's checks are schedules and jobs like any other (docs/watchdog.md).
     const client: { ns?: Nightshift } = {};
-    const { options: all, watchdog } = withWatchdog(resolved, { database, events, pool, client: () => client.ns });
+    const { options: all, watchdog } = withWatchdog(options, { database, events, client: () => client.ns });
     const registry = new JobRegistry(all.jobs);
-    super(database, options.actor, events, (kind) => registry.get(kind));
+    super({ database, actor: options.actor, events, definitions: (kind) => registry.get(kind) });
     client.ns = this;
     this.watchdog = watchdog;
     this.alerts = watchdog?.alerts ?? new AlertAdmin(database, events, options.actor);
@@ -94,10 +88,14 @@ export class Nightshift extends JobAdmin {
     this.registry = registry;
     this.logger = options.logger ?? createLogger({ redact: options.redact });
     this.unlog = logEvents(this.events, this.logger, { errorMessages: options.logErrorMessages });
-    this.enqueuer = new Enqueuer(database, this.registry, options.maxPayloadBytes, this.events, {
-      maxInFlight: options.enqueueBatchInFlight,
-      maxBatch: 1_000,
-    }, options.logErrorMessages);
+    this.enqueuer = new Enqueuer({
+      database,
+      registry: this.registry,
+      maxPayloadBytes: options.maxPayloadBytes,
+      events: this.events,
+      batching: { maxInFlight: options.enqueueBatchInFlight, maxBatch: 1_000 },
+      errorMessages: options.logErrorMessages,
+    });
     this.maintenance = new JobMaintenance(database, this.events);
     // Built now so duplicate schedule names and unknown kinds fail at construction.
     this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: all.schedules, events: this.events, actor: options.actor });
@@ -162,12 +160,12 @@ export class Nightshift extends JobAdmin {
 
   /** The shared pool, as an executor for your own queries. */
   get db(): Executor {
-    return this.pool.pool;
+    return this.database.executor;
   }
 
   /** Creates or upgrades the schema (safe to run from many replicas at once) and registers this client's kinds. */
   async migrate(): Promise<MigrateResult> {
-    const result = await migrate(this.pool, this.database.schema);
+    const result = await this.database.migrate();
     await this.register();
     return result;
   }
@@ -177,12 +175,12 @@ export class Nightshift extends JobAdmin {
    * rolled back when it throws. Pass `tx` as `{ db: tx }` to enqueue (or audit) inside it.
    */
   transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-    return this.pool.transaction(fn);
+    return this.database.transaction(fn);
   }
 
   /** Throws NS_NOT_MIGRATED (or NS_SCHEMA_TOO_NEW) unless the schema has exactly this version's migrations. */
   async checkMigrated(): Promise<void> {
-    await assertMigrated(this.pool.pool, this.database.schema);
+    await this.database.checkMigrated();
   }
 
   /** Enqueues one job; resolves once it is committed (or part of your transaction with `{ db }`). */
@@ -221,22 +219,6 @@ export class Nightshift extends JobAdmin {
     this.state = 'starting';
     try {
       const o = this.options;
-      const plan = this.planRoles();
-      const missing = missingEnv(plan, process.env);
-      if (missing.length) throw new MissingEnvError(missing);
-      assertNotifiersComplete(this.watchdog, plan);
-      const { newer } = await assertMigrated(this.pool.pool, this.database.schema);
-      // A newer version migrated the schema with migrations this code may run beside (rolling deploy).
-      if (newer.length) this.events.emit({ type: 'schema.newer', schema: this.database.schema, versions: newer });
-      if (o.budget) {
-        await assertBudget(this.pool.pool, {
-          pool: poolSize(o),
-          listener: o.listen,
-          replicas: o.budget.replicas ?? 1,
-          ...(o.budget.maxConnectionsPerProcess !== undefined ? { maxPerProcess: o.budget.maxConnectionsPerProcess } : {}),
-        });
-      }
-      await this.register();
       this.host = new Host(
         {
           database: this.database,
@@ -249,8 +231,10 @@ export class Nightshift extends JobAdmin {
           daemons: o.daemons,
           schedules: o.schedules,
           consumers: o.consumers,
+          // After the environment check: a process that delivers notifications needs complete notifiers.
+          preflight: (plan) => assertNotifiersComplete(this.watchdog, plan),
         },
-        plan,
+        this.planRoles(),
       );
       await this.host.start();
       this.state = 'running';
@@ -345,13 +329,13 @@ export class Nightshift extends JobAdmin {
   }
 
   /** Live processes of the fleet: host, pid, roles, version, what they host, last seen. */
-  listProcesses(): Promise<ProcessRow[]> {
+  listProcesses(): Promise<ProcessRecord[]> {
     return listProcesses(this.database);
   }
 
   /** Connections one process of this shape (pool + listener) and `replicas` of them need, against the server. */
   connectionBudget(options: { replicas?: number } = {}): Promise<BudgetReport> {
-    return connectionBudget(this.pool.pool, { pool: poolSize(this.options), listener: this.options.listen, replicas: options.replicas ?? 1 });
+    return connectionBudget(this.database, { pool: poolSize(this.options), listener: this.options.listen, replicas: options.replicas ?? 1 });
   }
 
   /**
@@ -360,26 +344,13 @@ export class Nightshift extends JobAdmin {
    * Pass your registry to merge them into yours.
    */
   metrics(options: { registry?: Registry; prefix?: string } = {}): NightshiftMetrics {
-    if (this.metrics_) return this.metrics_;
-    let cache: { at: number; rows: Promise<DepthRow[]> } | undefined;
-    const depth = () => {
-      // Scrapes from several Prometheus servers within a few seconds share one query.
-      if (!cache || Date.now() - cache.at > 5_000) {
-        const rows = jobDepth(this.pool.pool, this.database.admin);
-        rows.catch(() => (cache = undefined));
-        cache = { at: Date.now(), rows };
-      }
-      return cache.rows;
-    };
-    this.metrics_ = new NightshiftMetrics(
-      this.events,
+    this.metrics_ ??= clientMetrics(
       {
-        // A scrape during an outage (or after stop) reports no depth rather than failing the scrape.
-        queues: async () =>
-          this.state === 'stopped'
-            ? []
-            : (await depth().catch(() => [] as DepthRow[])).map((r) => ({ queue: r.queue, state: r.state, count: r.count, oldestAvailableSeconds: r.oldest_available_seconds })),
-        pool: () => this.pool.stats(),
+        database: this.database,
+        events: this.events,
+        pool: this.pool,
+        clock: systemClock,
+        stopped: () => this.state === 'stopped',
         leadership: () => this.host?.leadership() ?? [],
         listenerProven: () => this.host?.listenerProven,
         ...(this.watchdog ? { alerts: () => (this.state === 'stopped' ? Promise.resolve([]) : this.watchdog!.openAlertCounts().catch(() => [])) } : {}),
@@ -414,7 +385,7 @@ export class Nightshift extends JobAdmin {
   /** What a job's handler logged with `ctx.log`, by attempt (bounded per attempt; deleted with the job). */
   async jobLogs(id: string, options: { limit?: number } = {}): Promise<JobLogLine[]> {
     await this.getJob(id);
-    return jobLogList(this.pool.pool, jobLogStatements(this.database.statements), id, Math.min(Math.max(1, options.limit ?? 1_000), 10_000));
+    return this.database.jobLogs.list({ jobId: id, limit: Math.min(Math.max(1, options.limit ?? 1_000), 10_000) });
   }
 
   /** Whether this client is started and not stopping: what `/readyz` reports. */
@@ -426,8 +397,8 @@ export class Nightshift extends JobAdmin {
   async serveOps(options: { port: number; host?: string }): Promise<{ host: string; port: number }> {
     if (!this.ops) {
       const metrics = this.metrics();
-      this.ops = new OpsServer(
-        {
+      const ops = new OpsServer({
+        source: {
           metrics: () => metrics.text(),
           ready: () => this.ready,
           status: () => {
@@ -441,10 +412,12 @@ export class Nightshift extends JobAdmin {
             };
           },
         },
-        options.port,
-        options.host,
-      );
-      await this.ops.start();
+        port: options.port,
+        host: options.host,
+        logger: this.logger,
+      });
+      await ops.start();
+      this.ops = ops;
     }
     return this.ops.address!;
   }
@@ -460,8 +433,8 @@ export class Nightshift extends JobAdmin {
   }
 
   private async register(): Promise<void> {
-    await kindRegister(this.pool.pool, this.database.queues, this.registry.kindRows());
-    await settingPayloadLimit(this.pool.pool, this.database.queues, this.options.maxPayloadBytes);
+    await this.database.queues.registerKinds(this.registry.kindRows());
+    await this.database.queues.setPayloadLimit(this.options.maxPayloadBytes);
   }
 }
 

@@ -1,5 +1,4 @@
 import type { Database } from '../db/database.js';
-import type { PoolHandle } from '../db/pool.js';
 import { ConfigError } from '../errors.js';
 import type { RolePlan } from '../roles/role-plan.js';
 import type { StreamsDiagnosis } from '../streams/diagnose-streams.js';
@@ -24,7 +23,7 @@ export interface WatchdogClient {
  */
 export function withWatchdog(
   resolved: Readonly<ResolvedOptions>,
-  d: { database: Database; events: EventBus; pool: PoolHandle; client: () => WatchdogClient | undefined },
+  d: { database: Database; events: EventBus; client: () => WatchdogClient | undefined },
 ): { options: Readonly<ResolvedOptions>; watchdog: Watchdog | undefined } {
   if (!resolved.watchdog) return { options: resolved, watchdog: undefined };
   let all: readonly ResolvedOptions['schedules'][number][] = resolved.schedules;
@@ -41,7 +40,7 @@ export function withWatchdog(
       schedules: () => all,
       diagnoseStreams: usesStreams ? (o) => d.client()!.diagnoseStreams(o) : undefined,
       connectionBudget: async () => {
-        const r = await connectionBudget(d.pool.pool, { pool: poolSize(resolved), listener: resolved.listen, replicas: 1 });
+        const r = await connectionBudget(d.database, { pool: poolSize(resolved), listener: resolved.listen, replicas: 1 });
         return { perProcess: r.perProcess.total, maxConnections: r.server.maxConnections, available: r.server.available, inUse: r.server.inUse };
       },
     },

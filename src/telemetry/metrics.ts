@@ -11,7 +11,7 @@ export interface MetricSources {
   /** Whether the LISTEN connection heard its own proof notification; undefined when the process does not listen. */
   listenerProven?(): boolean | undefined;
   /** Open watchdog alerts per check and level; absent when the watchdog is off. */
-  alerts?(): Promise<{ check_name: string; level: string; count: number }[]>;
+  alerts?(): Promise<{ check: string; level: string; count: number }[]>;
 }
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -113,7 +113,7 @@ export class NightshiftMetrics {
       registers: [registry],
       async collect() {
         this.reset();
-        for (const a of (await sources.alerts?.()) ?? []) this.set({ check: a.check_name, level: a.level }, a.count);
+        for (const a of (await sources.alerts?.()) ?? []) this.set({ check: a.check, level: a.level }, a.count);
       },
     });
     const checkRuns = new Counter({ name: `${p}check_runs_total`, help: 'Watchdog check runs by their worst status.', labelNames: ['check', 'status'], registers: [registry] });

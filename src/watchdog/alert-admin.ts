@@ -1,5 +1,5 @@
 import type { Database } from '../db/database.js';
-import { alertAck, alertGet, alertList, watchdogStatements, type AlertRow } from '../db/watchdog.js';
+import type { AlertRow } from '../db/watchdog.js';
 import { AlertNotFoundError, AlertResolvedError, OptionsInvalidError, type Issue } from '../errors.js';
 import type { EventBus } from '../telemetry/events.js';
 
@@ -77,15 +77,11 @@ function idProblem(id: unknown, issues: Issue[], path = 'id'): string {
 
 /** The operator's view of alerts: list, show, acknowledge. */
 export class AlertAdmin {
-  private readonly st;
-
   constructor(
     private readonly database: Database,
     private readonly events: EventBus,
     private readonly actor: string,
-  ) {
-    this.st = watchdogStatements(database.statements);
-  }
+  ) {}
 
   /** Alerts, newest first. */
   async list(options: ListAlertsOptions = {}): Promise<AlertRecord[]> {
@@ -95,7 +91,7 @@ export class AlertAdmin {
     if (options.check !== undefined && typeof options.check !== 'string') issues.push({ path: 'check', message: 'must be a check name' });
     if (options.beforeId !== undefined) idProblem(options.beforeId, issues, 'beforeId');
     if (issues.length) throw new OptionsInvalidError('listAlerts', issues);
-    const rows = await alertList(this.database.pool.pool, this.st, { open: options.open === true, check: options.check ?? null, beforeId: options.beforeId ?? null, limit });
+    const rows = await this.database.watchdog.alertList({ open: options.open === true, check: options.check ?? null, beforeId: options.beforeId ?? null, limit });
     return rows.map(toAlertRecord);
   }
 
@@ -104,7 +100,7 @@ export class AlertAdmin {
     const issues: Issue[] = [];
     idProblem(id, issues);
     if (issues.length) throw new OptionsInvalidError('getAlert', issues);
-    const row = await alertGet(this.database.pool.pool, this.st, id);
+    const row = await this.database.watchdog.alertGet({ id });
     if (!row) throw new AlertNotFoundError(id);
     return toAlertRecord(row);
   }
@@ -123,7 +119,7 @@ export class AlertAdmin {
     const actor = options?.actor ?? this.actor;
     if (typeof actor !== 'string' || actor.trim() === '' || actor.length > 200) issues.push({ path: 'actor', message: 'must be 1 to 200 characters' });
     if (issues.length) throw new OptionsInvalidError('ackAlert', issues);
-    const row = await alertAck(this.database.pool.pool, this.st, id, actor, reason!.trim());
+    const row = await this.database.watchdog.alertAck({ id, actor, reason: reason!.trim() });
     if (row) {
       this.events.emit({ type: 'alert.acknowledged', alertId: row.id, check: row.check_name, subject: row.subject, actor });
       return { alert: toAlertRecord(row), changed: true };

@@ -1,27 +1,9 @@
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
-import {
-  alertChange,
-  alertOpen,
-  alertRemind,
-  alertResolve,
-  alertUpdate,
-  checkAdvance,
-  checkEnsure,
-  checkLastRun,
-  checkLock,
-  checkPrune,
-  checkRunInsert,
-  checkSubjectDelete,
-  checkSubjects,
-  checkSubjectUpsert,
-  watchdogStatements,
-  type AlertRow,
-  type StoredResult,
-  type WatchdogStatements,
-} from '../db/watchdog.js';
+import type { AlertRow, StoredResult, WatchdogQueries } from '../db/watchdog.js';
 import { CheckTimeoutError } from '../errors.js';
 import type { JobLogger } from '../jobs/define-job.js';
+import { systemClock, type Clock } from '../lifecycle/clock.js';
 import type { EventBus, NightshiftEvent } from '../telemetry/events.js';
 import { nextState, type SubjectState } from './alert-transitions.js';
 import { failedRun, normaliseOutcome, thrownRun, type NormalisedRun } from './check-results.js';
@@ -78,7 +60,7 @@ export interface RunInput {
  * the database, in one transaction per run that first takes the run's unique key.
  */
 export class CheckRunner {
-  private readonly st: WatchdogStatements;
+  private readonly q: WatchdogQueries;
 
   constructor(
     private readonly o: {
@@ -86,9 +68,11 @@ export class CheckRunner {
       events: EventBus;
       /** The notifiers a check's alerts go to. */
       notifiersOf: (def: CheckDefinition) => readonly string[];
+      /** Where the timeout's timer and a run's duration are measured. Default: the system clock. */
+      clock?: Clock;
     },
   ) {
-    this.st = watchdogStatements(o.database.statements);
+    this.q = o.database.watchdog;
   }
 
   /**
@@ -97,15 +81,16 @@ export class CheckRunner {
    * lease) throws instead, so the job is handed back and no result is recorded for that reason.
    */
   async execute(def: CheckDefinition, input: RunInput): Promise<{ run: NormalisedRun; durationMs: number; previous: RecordedResult[] }> {
-    const previous = ((await checkLastRun(this.o.database.pool.pool, this.st, def.name))?.results ?? []) as RecordedResult[];
+    const previous = ((await this.q.lastRun({ name: def.name }))?.results ?? []) as RecordedResult[];
     const controller = new AbortController();
     const outer = input.signal;
     const fromOuter = () => controller.abort(outer!.reason);
     outer?.addEventListener('abort', fromOuter, { once: true });
-    const timer = setTimeout(() => controller.abort(new CheckTimeoutError(def.name, def.timeoutMs)), def.timeoutMs);
+    const clock = this.o.clock ?? systemClock;
+    const timer = clock.setTimeout(() => controller.abort(new CheckTimeoutError(def.name, def.timeoutMs)), def.timeoutMs);
     const aborted = new Promise<never>((_, reject) => controller.signal.addEventListener('abort', () => reject(controller.signal.reason as Error), { once: true }));
     aborted.catch(() => undefined);
-    const started = performance.now();
+    const started = clock.monotonic();
     let run: NormalisedRun;
     try {
       const ctx = { name: def.name, at: input.at, manual: input.manual, signal: controller.signal, db: input.db, log: input.log, previous };
@@ -116,10 +101,10 @@ export class CheckRunner {
         ? failedRun(`check timed out after ${durationText(def.timeoutMs)} (timeoutMs ${def.timeoutMs}): make it faster or raise timeoutMs`)
         : thrownRun(err);
     } finally {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       outer?.removeEventListener('abort', fromOuter);
     }
-    return { run, durationMs: performance.now() - started, previous };
+    return { run, durationMs: clock.monotonic() - started, previous };
   }
 
   /**
@@ -142,18 +127,18 @@ export class CheckRunner {
     };
     const events: NightshiftEvent[] = [];
     await io.transaction(async (tx) => {
-      await checkEnsure(tx, this.st, def.name);
-      const lock = await checkLock(tx, this.st, def.name);
+      await this.q.ensure({ tx, name: def.name });
+      const lock = await this.q.lock({ tx, name: def.name });
       const late = lock.last_applied_at !== null && at.getTime() <= lock.last_applied_at.getTime();
-      const inserted = await checkRunInsert(tx, this.st, { check: def.name, at, status: run.status, results: run.results, durationMs, manual, applied: !late });
+      const inserted = await this.q.runInsert({ tx, run: { check: def.name, at, status: run.status, results: run.results, durationMs, manual, applied: !late } });
       if (!inserted) {
         report.duplicate = true;
         return;
       }
       if (late) return;
-      await checkAdvance(tx, this.st, def.name, at);
+      await this.q.advance({ tx, name: def.name, at });
       await this.transitions(tx, def, run, lock.now, report, events, io);
-      await checkPrune(tx, this.st, def.name);
+      await this.q.prune({ tx, name: def.name });
       report.applied = true;
     });
     if (run.failed) events.unshift({ type: 'check.failed', check: def.name, error: run.results[0]?.message ?? '' });
@@ -169,7 +154,7 @@ export class CheckRunner {
   }
 
   private async transitions(tx: Executor, def: CheckDefinition, run: NormalisedRun, now: Date, report: CheckRunReport, events: NightshiftEvent[], io: RunIo): Promise<void> {
-    const rows = await checkSubjects(tx, this.st, def.name);
+    const rows = await this.q.subjects({ tx, name: def.name });
     const before = new Map(rows.map((r) => [r.subject, r]));
     const targets = new Map<string, StoredResult>(run.results.map((r) => [r.subject, r]));
     // A subject the run no longer reports is ok — unless the run failed, when nothing is known of it.
@@ -196,20 +181,20 @@ export class CheckRunner {
         ...(row.alert_id ? { alert: { level: row.alert_level!, lastNotifiedAt: row.alert_last_notified_at, acked: row.alert_acked_at !== null } } : {}),
       };
       const t = nextState(prev, result.status, policy, now);
-      if (t.keep) await checkSubjectUpsert(tx, this.st, def.name, subject, t.status, t.streak);
-      else if (row) await checkSubjectDelete(tx, this.st, def.name, subject);
+      if (t.keep) await this.q.subjectUpsert({ tx, name: def.name, subject, status: t.status, streak: t.streak });
+      else if (row) await this.q.subjectDelete({ tx, name: def.name, subject });
       const step = t.step;
       const id = row?.alert_id ?? '';
       if (step.kind === 'open') {
-        await notify(await alertOpen(tx, this.st, { check: def.name, subject, level: step.level, message: result.message, details: result.details }), 'opened', null);
+        await notify(await this.q.alertOpen({ tx, check: def.name, subject, level: step.level, message: result.message, details: result.details }), 'opened', null);
       } else if (step.kind === 'change') {
-        await notify(await alertChange(tx, this.st, id, step.to, result.message, result.details), 'changed', step.from);
+        await notify(await this.q.alertChange({ tx, id, level: step.to, message: result.message, details: result.details }), 'changed', step.from);
       } else if (step.kind === 'remind') {
-        await notify(await alertRemind(tx, this.st, id, result.message, result.details), 'reminder', null);
+        await notify(await this.q.alertRemind({ tx, id, message: result.message, details: result.details }), 'reminder', null);
       } else if (step.kind === 'update') {
-        await alertUpdate(tx, this.st, id, result.message, result.details);
+        await this.q.alertUpdate({ tx, id, message: result.message, details: result.details });
       } else if (step.kind === 'resolve') {
-        await notify(await alertResolve(tx, this.st, id), 'resolved', null);
+        await notify(await this.q.alertResolve({ tx, id }), 'resolved', null);
       }
     }
   }

@@ -1,11 +1,9 @@
 import { z } from 'zod';
 import type { Database } from '../db/database.js';
-import { processList, processStatements } from '../db/processes.js';
-import { scheduleList, scheduleStatements } from '../db/schedules.js';
-import { alertOpenCounts, checkLastRuns, checkManualStamp, watchdogStatements, type OpenAlertCount } from '../db/watchdog.js';
 import { CheckNotFoundError, ConfigError, DuplicateCheckError, closest, type Issue } from '../errors.js';
 import { defineJob, type JobDefinition } from '../jobs/define-job.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
+import type { Clock } from '../lifecycle/clock.js';
 import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import { nextTick } from '../schedules/ticks.js';
 import type { EventBus } from '../telemetry/events.js';
@@ -53,6 +51,8 @@ export interface WatchdogDeps {
   checks: readonly CheckDefinition[];
   settings: WatchdogSettings;
   env: WatchdogEnv;
+  /** Where checks' timeouts run and their durations are measured. Default: the system clock. */
+  clock?: Clock;
 }
 
 /**
@@ -69,7 +69,6 @@ export class Watchdog {
   readonly schedules: readonly ScheduleDefinition[];
   readonly alerts: AlertAdmin;
   private readonly runner: CheckRunner;
-  private readonly st;
   private enqueuer: Enqueuer | undefined;
   private logger: Logger | undefined;
 
@@ -104,8 +103,7 @@ export class Watchdog {
     for (const c of [...d.checks, ...builtinChecks(d.settings.builtins, d.env)]) checks.set(c.name, c);
     this.checks = checks;
     const known = [...d.settings.notifiers.keys()];
-    this.runner = new CheckRunner({ database: d.database, events: d.events, notifiersOf: (c) => c.notify ?? known });
-    this.st = watchdogStatements(d.database.statements);
+    this.runner = new CheckRunner({ database: d.database, events: d.events, notifiersOf: (c) => c.notify ?? known, ...(d.clock ? { clock: d.clock } : {}) });
     this.alerts = new AlertAdmin(d.database, d.events, d.actor);
     const defs = [...checks.values()];
     this.schedules = defs.map((c) => c.schedule);
@@ -150,10 +148,10 @@ export class Watchdog {
    */
   async runCheck(name: string, options: { dryRun?: boolean } = {}): Promise<CheckRunReport> {
     const def = this.require(name);
-    const pool = this.d.database.pool;
-    const at = await checkManualStamp(pool.pool, this.st);
+    const database = this.d.database;
+    const at = await database.watchdog.manualStamp();
     const log = (this.logger ?? console) as Logger;
-    const { run, durationMs } = await this.runner.execute(def, { at, manual: true, db: pool.pool, log: typeof log.child === 'function' ? log.child({ check: name }) : log });
+    const { run, durationMs } = await this.runner.execute(def, { at, manual: true, db: database.executor, log: typeof log.child === 'function' ? log.child({ check: name }) : log });
     if (options.dryRun) {
       const report: CheckRunReport = { check: name, at, manual: true, status: run.status, results: run.results, durationMs: Math.round(durationMs), applied: false, duplicate: false, alerts: [] };
       this.runner.reportUnapplied(def, report, run);
@@ -162,7 +160,7 @@ export class Watchdog {
     const enqueuer = this.enqueuer;
     if (!enqueuer) throw new Error('the watchdog is not bound to its client');
     return this.runner.apply(def, at, true, run, durationMs, {
-      transaction: (fn) => pool.transaction(fn),
+      transaction: (fn) => database.transaction(fn),
       enqueue: (kind, payload, tx) => enqueuer.enqueue(kind, payload, { db: tx }),
     });
   }
@@ -173,14 +171,14 @@ export class Watchdog {
     const defs = [...this.checks.values()];
     const names = defs.map((c) => c.name);
     const [runs, schedules, counts, processes] = await Promise.all([
-      checkLastRuns(db.pool.pool, this.st, names),
-      scheduleList(db.pool.pool, scheduleStatements(db.statements), defs.map((c) => c.schedule.name)),
-      alertOpenCounts(db.pool.pool, this.st),
-      processList(db.pool.pool, processStatements(db.statements)),
+      db.watchdog.lastRuns({ names }),
+      db.schedules.list(defs.map((c) => c.schedule.name)),
+      db.watchdog.openCounts(),
+      db.processes.list(),
     ]);
     const runBy = new Map(runs.map((r) => [r.check_name, r]));
     const scheduleBy = new Map(schedules.map((s) => [s.name, s]));
-    const live = processes.filter((p) => p.age_s < 60);
+    const live = processes.filter((p) => p.secondsSinceSeen < 60);
     const notifiers = [...this.d.settings.notifiers.keys()];
     return defs.map((c) => {
       const run = runBy.get(c.name);
@@ -209,8 +207,8 @@ export class Watchdog {
   }
 
   /** Open alerts per check and level (the `nightshift_alerts_open` gauge). */
-  openAlertCounts(): Promise<OpenAlertCount[]> {
-    return alertOpenCounts(this.d.database.pool.pool, this.st);
+  async openAlertCounts(): Promise<{ check: string; level: 'warning' | 'critical'; count: number }[]> {
+    return (await this.d.database.watchdog.openCounts()).map((r) => ({ check: r.check_name, level: r.level, count: r.count }));
   }
 
   /** The job of a check's ticks: runs the check and applies its result in the job's fenced transaction. */

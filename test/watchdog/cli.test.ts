@@ -1,12 +1,15 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cli } from '../support/cli.js';
+import { cliInProcess as cli } from '../cli/in-process.js';
 import { useTestDatabase } from '../support/db.js';
 
-// `nightshift alerts`, `alerts ack`, `checks list`, `checks run`: tables and --json, exit codes.
+// `nightshift alerts`, `alerts ack`, `checks list`, `checks run`: tables and --json, exit codes
+// (runCli in this process; what the binary adds is in test/cli/binary.test.ts).
 const t = useTestDatabase('wdcli');
 t.migrateBeforeAll();
+// The config reads NS_SCHEMA from process.env (the CLI runs in this process).
+process.env.NS_SCHEMA = t.schema;
 const q = () => `"${t.schema}"`;
-const run = (args: string[]) => cli(['--config', 'test/watchdog/fixtures/cli.config.ts', ...args], { env: { DATABASE_URL: t.url, NS_SCHEMA: t.schema }, cwd: process.cwd() });
+const run = (args: string[]) => cli(['--config', 'test/watchdog/fixtures/cli.config.ts', ...args], { env: { DATABASE_URL: t.url }, cwd: process.cwd() });
 const gate = (subject: string, status: string) => t.sql.query(`INSERT INTO ${q()}.wd_gate VALUES ($1, $2) ON CONFLICT (subject) DO UPDATE SET status = $2`, [subject, status]);
 
 beforeAll(async () => {

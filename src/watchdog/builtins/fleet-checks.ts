@@ -1,11 +1,8 @@
-import { builtinDaemons, builtinLiveProcesses } from '../../db/watchdog-builtins.js';
-import { scheduleList, scheduleStatements } from '../../db/schedules.js';
 import { daemonLeaseName } from '../../leadership/daemon-supervisor.js';
 import { nextTick } from '../../schedules/ticks.js';
 import type { CheckResult } from '../define-check.js';
 import { durationText } from '../notification.js';
 import type { BuiltinSpec } from './builtin.js';
-import { builtinStatements } from './job-checks.js';
 
 const MINUTE = 60_000;
 
@@ -17,8 +14,7 @@ export const overdueSchedules: BuiltinSpec = {
   thresholds: { graceMs: { default: 2 * MINUTE, duration: true, min: 1_000 } },
   async run(env, t) {
     const defs = env.schedules();
-    const db = env.database;
-    const rows = new Map((await scheduleList(db.pool.pool, scheduleStatements(db.statements), defs.map((d) => d.name))).map((r) => [r.name, r]));
+    const rows = new Map((await env.database.schedules.list(defs.map((d) => d.name))).map((r) => [r.name, r]));
     const results: CheckResult[] = [];
     for (const def of defs) {
       const row = rows.get(def.name);
@@ -57,7 +53,7 @@ export const leaderlessDaemons: BuiltinSpec = {
   description: 'every daemon has a live leader',
   thresholds: { graceMs: { default: MINUTE, duration: true }, liveWithinMs: { default: MINUTE, duration: true, min: 1_000 } },
   async run(env, t) {
-    const rows = await builtinDaemons(env.database.pool.pool, builtinStatements(env), env.daemons(), t.liveWithinMs!, daemonLeaseName(''));
+    const rows = await env.database.watchdogBuiltins.daemons({ names: env.daemons(), liveWithinMs: t.liveWithinMs!, leasePrefix: daemonLeaseName('') });
     const results: CheckResult[] = [];
     for (const r of rows) {
       const hosting =
@@ -143,7 +139,7 @@ export const connectionBudget: BuiltinSpec = {
   },
   async run(env, t) {
     const needs = await env.connectionBudget();
-    const live = await builtinLiveProcesses(env.database.pool.pool, builtinStatements(env), t.liveWithinMs!);
+    const live = await env.database.watchdogBuiltins.liveProcesses({ liveWithinMs: t.liveWithinMs! });
     const level = (pct: number) => (pct >= t.criticalPercent! ? 'critical' : pct >= t.warningPercent! ? 'warning' : 'ok');
     const usedPct = (needs.inUse / Math.max(1, needs.available)) * 100;
     const fleet = live * needs.perProcess;

@@ -1,24 +1,9 @@
-import {
-  builtinDiscarded,
-  builtinExpiredLeases,
-  builtinQueueLag,
-  builtinUnrunnable,
-  builtinWaiting,
-  watchdogBuiltinStatements,
-} from '../../db/watchdog-builtins.js';
 import type { CheckResult } from '../define-check.js';
 import { durationText } from '../notification.js';
 import type { BuiltinSpec, WatchdogEnv } from './builtin.js';
 
 const MINUTE = 60_000;
-const statements = new WeakMap<WatchdogEnv, ReturnType<typeof watchdogBuiltinStatements>>();
-/** The built-ins' statements of the client's schema, made once per client. */
-export function builtinStatements(env: WatchdogEnv) {
-  let st = statements.get(env);
-  if (!st) statements.set(env, (st = watchdogBuiltinStatements(env.database.statements)));
-  return st;
-}
-const pool = (env: WatchdogEnv) => env.database.pool.pool;
+const q = (env: WatchdogEnv) => env.database.watchdogBuiltins;
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 /** Queue lag: the age of the oldest due job per queue. */
@@ -28,7 +13,7 @@ export const queueLag: BuiltinSpec = {
   description: 'the oldest due job of each queue has not waited too long',
   thresholds: { warningMs: { default: 2 * MINUTE, duration: true, min: 1_000 }, criticalMs: { default: 10 * MINUTE, duration: true, min: 1_000 } },
   async run(env, t) {
-    const rows = await builtinQueueLag(pool(env), builtinStatements(env), Math.min(t.warningMs!, t.criticalMs!));
+    const rows = await q(env).queueLag({ olderThanMs: Math.min(t.warningMs!, t.criticalMs!) });
     return rows.map((r): CheckResult => ({
       subject: r.queue,
       status: r.oldest_ms >= t.criticalMs! ? 'critical' : 'warning',
@@ -47,7 +32,7 @@ export const unrunnableKinds: BuiltinSpec = {
   description: 'every due job has a live process that runs its kind on its queue',
   thresholds: { graceMs: { default: MINUTE, duration: true }, liveWithinMs: { default: MINUTE, duration: true, min: 1_000 } },
   async run(env, t) {
-    const rows = await builtinUnrunnable(pool(env), builtinStatements(env), t.graceMs!, t.liveWithinMs!);
+    const rows = await q(env).unrunnable({ graceMs: t.graceMs!, liveWithinMs: t.liveWithinMs! });
     return rows.map((r): CheckResult => ({
       subject: `${r.kind}@${r.queue}`,
       status: 'critical',
@@ -66,7 +51,7 @@ export const expiredLeases: BuiltinSpec = {
   description: 'running jobs whose worker died are rescued',
   thresholds: { graceMs: { default: MINUTE, duration: true } },
   async run(env, t) {
-    const r = await builtinExpiredLeases(pool(env), builtinStatements(env), t.graceMs!);
+    const r = await q(env).expiredLeases({ graceMs: t.graceMs! });
     if (r.count === 0) return { status: 'ok', message: 'no running job holds an expired lease' };
     return {
       status: 'critical',
@@ -89,7 +74,7 @@ export const discardedJobs: BuiltinSpec = {
     criticalCount: { default: 100, min: 1 },
   },
   async run(env, t) {
-    const rows = await builtinDiscarded(pool(env), builtinStatements(env), t.windowMs!);
+    const rows = await q(env).discarded({ windowMs: t.windowMs! });
     return rows
       .filter((r) => r.count >= Math.min(t.warningCount!, t.criticalCount!))
       .map((r): CheckResult => ({
@@ -110,7 +95,7 @@ export const waitingForOperator: BuiltinSpec = {
   description: 'no held or abandoned job waits for an operator',
   thresholds: { warningCount: { default: 1, min: 1 }, criticalAfterMs: { default: 24 * 60 * MINUTE, duration: true, min: 1_000 } },
   async run(env, t) {
-    const rows = await builtinWaiting(pool(env), builtinStatements(env));
+    const rows = await q(env).waiting();
     return rows
       .filter((r) => r.held + r.abandoned >= t.warningCount!)
       .map((r): CheckResult => {
