@@ -7,6 +7,7 @@ import type { ConsumerDefinition } from '../streams/define-consumer.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { resolveOptions, type NightshiftOptions } from '../runtime/client-options.js';
+import type { PipelineLike } from '../pipelines/define-pipeline.js';
 
 /**
  * The application: what a `nightshift.config.ts` default-exports. Every client option of
@@ -40,6 +41,8 @@ export interface NightshiftConfig {
   streams?: StreamDefinition[];
   /** Stream consumers (defineConsumer), hosted by roles like jobs. */
   consumers?: ConsumerDefinition[];
+  /** Pipelines (definePipeline): their step kinds join the jobs (roles may name them); `nightshift pipelines` operates them. */
+  pipelines?: PipelineLike[];
   roles?: Record<string, RoleDefinition>;
   /** How a worker process runs: the client options of the same names. */
   worker?: Pick<
@@ -102,6 +105,7 @@ export const CONFIG_OPTION_PATHS: Readonly<Record<string, string>> = Object.free
   schedules: 'schedules',
   streams: 'streams',
   consumers: 'consumers',
+  pipelines: 'pipelines',
   roles: 'roles',
   requiredEnv: 'requiredEnv',
   maxPayloadBytes: 'maxPayloadBytes',
@@ -164,6 +168,17 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
     }
     if (kinds.includes(j.kind)) issues.push({ path: `jobs.${i}`, message: `kind "${j.kind}" is defined twice` });
     kinds.push(j.kind);
+  });
+  // A pipeline's kinds are jobs of the config: roles and schedules may name them.
+  const pipelines: string[] = [];
+  (config.pipelines ?? []).forEach((p, i) => {
+    if (typeof p !== 'object' || p === null || typeof p.name !== 'string' || typeof p.spec !== 'object' || p.spec === null) {
+      issues.push({ path: `pipelines.${i}`, message: 'must be a pipeline created with definePipeline' });
+      return;
+    }
+    if (pipelines.includes(p.name)) issues.push({ path: `pipelines.${i}`, message: `pipeline "${p.name}" is defined twice` });
+    pipelines.push(p.name);
+    kinds.push(p.spec.starter.kind, ...p.spec.steps.map((s) => s.kind));
   });
   const daemons: string[] = [];
   (config.daemons ?? []).forEach((d, i) => {

@@ -13,6 +13,7 @@ import type { DaemonDefinition } from '../leadership/define-daemon.js';
 import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import { isStreamDefinition, type StreamDefinition } from '../streams/define-stream.js';
 import { isConsumerDefinition, type ConsumerDefinition } from '../streams/define-consumer.js';
+import { isPipelineDefinition, type PipelineLike } from '../pipelines/define-pipeline.js';
 
 /** Options of {@link createNightshift}. Every field's default is stated. */
 export interface NightshiftOptions {
@@ -111,6 +112,11 @@ export interface NightshiftOptions {
   streams?: StreamDefinition[];
   /** Stream consumers (defineConsumer), hosted by roles like jobs. */
   consumers?: ConsumerDefinition[];
+  /**
+   * Pipelines (definePipeline): their step kinds (`pipeline:<name>:<step>`) and starter kind
+   * (`pipeline:<name>`) join this client's jobs, and `ns.pipelines` operates their runs.
+   */
+  pipelines?: PipelineLike[];
 }
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
@@ -167,6 +173,7 @@ const schema = z
     consumers: z.array(z.custom<ConsumerDefinition>((v) => isConsumerDefinition(v), 'must be created with defineConsumer')).optional(),
     schedules: z.array(z.custom<ScheduleDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as ScheduleDefinition).name === 'string' && typeof (v as ScheduleDefinition).spec === 'string', 'must be created with defineSchedule')).optional(),
     daemons: z.array(z.custom<DaemonDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as DaemonDefinition).name === 'string' && typeof (v as DaemonDefinition).run === 'function', 'must be created with defineDaemon')).optional(),
+    pipelines: z.array(z.custom<PipelineLike>((v) => isPipelineDefinition(v), 'must be created with definePipeline')).optional(),
   })
   .strict();
 
@@ -207,6 +214,7 @@ export interface ResolvedOptions {
   redisUrl: string | undefined;
   streams: StreamDefinition[];
   consumers: ConsumerDefinition[];
+  pipelines: PipelineLike[];
 }
 
 const KEYS = Object.keys(schema.shape);
@@ -336,5 +344,6 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     redisUrl,
     streams: o.streams ?? [],
     consumers: o.consumers ?? [],
+    pipelines: o.pipelines ?? [],
   });
 }

@@ -30,6 +30,8 @@ import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type Sched
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
 import { assertBudget, connectionBudget, poolSize, type BudgetReport } from './budget.js';
 import type { ProcessRow } from '../db/processes.js';
+import { PIPELINE_SWEEP_DAEMON, PipelineEngine } from '../pipelines/pipeline-engine.js';
+import type { PipelineAdmin } from '../pipelines/pipeline-admin.js';
 
 const PREPARED_POOLER_HINT =
   "connected through a connection pooler (its cancel key is not the server's): nightshift sends unnamed statements there, as named ones collide in transaction mode; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) to say so up front, or true for a session-mode pool (docs/poolers.md)";
@@ -54,6 +56,9 @@ export class Nightshift extends JobAdmin {
   private ops: OpsServer | undefined;
   private readonly schedules: ScheduleAdmin;
   private plan_: RolePlan | undefined;
+  private readonly engine: PipelineEngine;
+  /** The pipelines' admin API: start, rerun, restart, cancel, verify and clean up runs; list and read them. */
+  readonly pipelines: PipelineAdmin;
   private state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
   private unlog: () => void;
@@ -70,18 +75,35 @@ export class Nightshift extends JobAdmin {
     const database = new Database(pool, options.schema, options.preparedStatements, (off) =>
       events.emit({ type: 'database.prepared-statements-off', ...off, hint: off.cause === 'pooler' ? PREPARED_POOLER_HINT : PREPARED_COLLISION_HINT }),
     );
-    const registry = new JobRegistry(options.jobs);
+    const logger = options.logger ?? createLogger({ redact: options.redact });
+    // Pipelines' step and starter kinds join the client's jobs (the registry, the roles, the
+    // testing helpers all see them); their handlers are bound to this client's database.
+    const engine = new PipelineEngine({
+      database,
+      events,
+      logger,
+      pipelines: options.pipelines,
+      actor: options.actor,
+      sweepEveryMs: options.maintenanceIntervalMs,
+      liveProcessMs: Math.max(30_000, 3 * options.heartbeatMs),
+      errorMessages: options.logErrorMessages,
+    });
+    const jobs = engine.size > 0 ? [...options.jobs, ...engine.jobs] : options.jobs;
+    const registry = new JobRegistry(jobs);
     super(database, options.actor, events, (kind) => registry.get(kind));
     this.events = events;
-    this.options = options;
+    this.options = engine.size > 0 ? Object.freeze({ ...options, jobs }) : options;
     this.pool = pool;
     this.registry = registry;
-    this.logger = options.logger ?? createLogger({ redact: options.redact });
+    this.logger = logger;
+    this.engine = engine;
+    this.pipelines = engine.admin;
     this.unlog = logEvents(this.events, this.logger, { errorMessages: options.logErrorMessages });
     this.enqueuer = new Enqueuer(database, this.registry, options.maxPayloadBytes, this.events, {
       maxInFlight: options.enqueueBatchInFlight,
       maxBatch: 1_000,
     }, options.logErrorMessages);
+    engine.attach(this.enqueuer);
     this.maintenance = new JobMaintenance(database, this.events);
     // Built now so duplicate schedule names and unknown kinds fail at construction.
     this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: options.schedules, events: this.events, actor: options.actor });
@@ -202,7 +224,7 @@ export class Nightshift extends JobAdmin {
           events: this.events,
           logger: this.logger,
           options: o,
-          daemons: o.daemons,
+          daemons: plan.daemons.includes(PIPELINE_SWEEP_DAEMON) ? [...o.daemons, this.engine.daemon()] : o.daemons,
           schedules: o.schedules,
           consumers: o.consumers,
         },
@@ -296,6 +318,9 @@ export class Nightshift extends JobAdmin {
       this.options.roles,
       this.options.activeRoles,
     );
+    // The pipeline sweep runs (elected) among processes that run maintenance and host a pipeline step.
+    const kinds = new Set(this.engine.kinds());
+    if (this.options.maintenance && this.plan_.kinds.some((k) => kinds.has(k))) this.plan_.daemons.push(PIPELINE_SWEEP_DAEMON);
     return this.plan_;
   }
 
