@@ -8,6 +8,7 @@ import { registerDev } from './commands/dev.js';
 import { registerEnqueue } from './commands/enqueue.js';
 import { registerJobs } from './commands/jobs.js';
 import { registerMigrate } from './commands/migrate.js';
+import { registerPipelines } from './commands/pipelines.js';
 import { registerQueues } from './commands/queues.js';
 import { registerSchedules } from './commands/schedules.js';
 import { registerStatus } from './commands/status.js';
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
   registerStatus(program);
   registerDaemons(program);
   registerStreams(program);
+  registerPipelines(program);
   registerDev(program);
   for (const c of program.commands) {
     c.exitOverride();

@@ -162,7 +162,9 @@ RETURNING step, item`,
         WHERE run_id = $1 AND step = ANY($2::text[])`,
     ),
     failedOptional: set.plain(
-      (s) => `SELECT count(*)::int AS n FROM ${s}.pipeline_steps WHERE run_id = $1 AND state = 'failed' AND step = ANY($2::text[])`,
+      // A fan-out counts its failed items, not its own row as well.
+      (s) => `SELECT count(*)::int AS n FROM ${s}.pipeline_steps WHERE run_id = $1 AND state = 'failed' AND step = ANY($2::text[])
+        AND NOT (item = '' AND items IS NOT NULL)`,
     ),
     // A run's rows for `show`, with their jobs' state.
     list: set.plain(

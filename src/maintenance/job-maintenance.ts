@@ -2,6 +2,8 @@ import type { Database } from '../db/database.js';
 import { dedupeKeyPrune, jobExpire, jobPrune, jobRescue } from '../db/jobs-maintenance.js';
 import type { JobState } from '../db/job-row.js';
 import type { EventBus } from '../telemetry/events.js';
+import { jobPruneKinds, jobRetentionStatements, type JobRetentionStatements } from '../db/jobs-retention.js';
+import type { KindRetention } from '../jobs/define-job.js';
 
 /** How long finished jobs are kept, per state, in ms. `false` keeps them forever. */
 export type Retention = Partial<Record<'completed' | 'discarded' | 'cancelled' | 'expired', number | false>>;
@@ -22,10 +24,16 @@ const BATCH = 1_000;
  * election only saves work, it never decides correctness.
  */
 export class JobMaintenance {
+  private readonly retention: JobRetentionStatements | undefined;
+
   constructor(
     private readonly db: Database,
     private readonly events: EventBus,
-  ) {}
+    /** Kinds with a retention of their own (defineJob's `retention`), by kind. */
+    private readonly kinds: ReadonlyMap<string, KindRetention> = new Map(),
+  ) {
+    this.retention = kinds.size > 0 ? jobRetentionStatements(db.statements) : undefined;
+  }
 
   /** Takes back jobs whose lease expired. Returns how many. */
   async rescue(): Promise<number> {
@@ -62,14 +70,29 @@ export class JobMaintenance {
   async prune(retention: Retention = DEFAULT_RETENTION): Promise<Partial<Record<JobState, number>>> {
     const result: Partial<Record<JobState, number>> = {};
     for (const [state, ms] of Object.entries({ ...DEFAULT_RETENTION, ...retention })) {
-      if (ms === false || ms === undefined) continue;
+      const own = [...this.kinds].filter(([, r]) => r[state as keyof KindRetention] !== undefined);
       let n = 0;
-      for (;;) {
-        const deleted = await jobPrune(this.db.pool.pool, this.db.maintenance, state, ms, BATCH);
-        n += deleted;
-        if (deleted < BATCH) break;
+      if (ms !== false && ms !== undefined) {
+        for (;;) {
+          const deleted = own.length
+            ? await jobPruneKinds(this.db.pool.pool, this.retention!, state, ms, BATCH, null, own.map(([k]) => k))
+            : await jobPrune(this.db.pool.pool, this.db.maintenance, state, ms, BATCH);
+          n += deleted;
+          if (deleted < BATCH) break;
+        }
       }
-      result[state as JobState] = n;
+      // Kinds with their own retention for this state, each by its own age.
+      for (const [kind, r] of own) {
+        const kindMs = r[state as keyof KindRetention];
+        if (kindMs === false || kindMs === undefined) continue;
+        for (;;) {
+          const deleted = await jobPruneKinds(this.db.pool.pool, this.retention!, state, kindMs, BATCH, [kind], []);
+          n += deleted;
+          if (deleted < BATCH) break;
+        }
+      }
+      if (ms !== false && ms !== undefined) result[state as JobState] = n;
+      else if (n > 0) result[state as JobState] = n;
     }
     while ((await dedupeKeyPrune(this.db.pool.pool, this.db.maintenance, BATCH)) === BATCH);
     return result;

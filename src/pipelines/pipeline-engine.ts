@@ -85,12 +85,16 @@ export class PipelineEngine {
     this.admin = new PipelineAdmin(c, transitions, publisher, runner, this.sweeper, o.actor);
     this.sweepEveryMs = o.sweepEveryMs;
     for (const spec of this.specs.values()) {
+      // The step jobs (and their logs) are kept as long as the runs.
+      const keep = spec.retentionMs;
+      const retention = { completed: keep, discarded: keep, cancelled: keep, expired: keep };
       const kinds = [
         defineJob({
           kind: spec.starter.kind,
           payload: STARTER_PAYLOAD,
           queue: spec.queue,
           maxAttempts: 5,
+          retention,
           run: async (p, ctx) => {
             try {
               await ctx.transaction((tx) => this.admin.startFromStarter(spec, p, tx));
@@ -107,6 +111,7 @@ export class PipelineEngine {
             kind: step.kind,
             payload: STEP_PAYLOAD,
             queue: step.queue,
+            retention,
             ...(step.maxAttempts !== undefined ? { maxAttempts: step.maxAttempts } : {}),
             ...(step.backoff !== undefined ? { backoff: step.backoff } : {}),
             run: (p, ctx) => runner.run(spec, step, p, ctx),

@@ -104,7 +104,8 @@ export class Nightshift extends JobAdmin {
       maxBatch: 1_000,
     }, options.logErrorMessages);
     engine.attach(this.enqueuer);
-    this.maintenance = new JobMaintenance(database, this.events);
+    // Kinds with a retention of their own (pipeline steps keep their jobs and logs as long as their runs).
+    this.maintenance = new JobMaintenance(database, this.events, new Map(registry.all().filter((d) => d.retention).map((d) => [d.kind, d.retention!])));
     // Built now so duplicate schedule names and unknown kinds fail at construction.
     this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: options.schedules, events: this.events, actor: options.actor });
   }
