@@ -49,6 +49,8 @@ FROM ${s}.pipeline_steps s
 JOIN ${s}.pipeline_runs r ON r.id = s.run_id
 LEFT JOIN ${s}.jobs j ON j.id = s.job_id
 WHERE s.state IN ('ready', 'running') AND (j.id IS NULL OR j.state NOT IN ('available', 'running', 'held'))
+  -- A fan-out's own row runs on while its items do: its job (which created them) has completed.
+  AND NOT (s.item = '' AND s.state = 'running' AND s.items IS NOT NULL)
 LIMIT $1`,
     ),
     // Inside the reconciling transaction: the job's state again, locked, so a worker cannot record

@@ -175,6 +175,17 @@ describe('fan-out and fan-in', () => {
     expect(run.stepList.find((s) => s.name === 'after')!.state).toBe('cancelled');
   });
 
+  it('is not taken by the sweep for a step whose job ended: the fan-out runs on while its items do', async () => {
+    const p = definePipeline({ name: 'fansweep', store: tempStore().store }).map('m', { items: () => [1, 2] }, async (_ctx, n) => n);
+    const ns = t.client({ pipelines: [p] });
+    await ns.pipelines.start(p, 'k');
+    await drain(ns, { maxJobs: 1 }).catch(() => undefined); // the fan-out's own job only: it creates the items
+    expect((await ns.pipelines.getRun('fansweep', 'k')).stepList[0]!.state).toBe('running');
+    expect(await ns.pipelines.sweep()).toMatchObject({ reconciled: 0 });
+    await drain(ns);
+    expect((await ns.pipelines.getRun('fansweep', 'k')).state).toBe('succeeded');
+  });
+
   it('settles a map with no items at once', async () => {
     const p = definePipeline({ name: 'empty', store: tempStore().store }).map('none', { items: () => [] as number[] }, async () => 1).step('after', { needs: ['none'] }, async (ctx) => ctx.needs.none.length);
     const ns = t.client({ pipelines: [p] });
