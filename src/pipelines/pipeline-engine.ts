@@ -99,8 +99,9 @@ export class PipelineEngine {
             try {
               await ctx.transaction((tx) => this.admin.startFromStarter(spec, p, tx));
             } catch (err) {
-              // A key or input the pipeline refuses would be refused on every attempt.
-              if (err instanceof OptionsInvalidError) return discard(err.message);
+              // A key or input the pipeline refuses would be refused on every attempt. The reason
+              // (logged) names the fields, not their values: a key is business data.
+              if (err instanceof OptionsInvalidError) return discard(`the pipeline refused this start: invalid ${err.issues.map((i) => i.path).join(', ')} (NS_OPTIONS_INVALID)`);
               throw err;
             }
             return undefined;

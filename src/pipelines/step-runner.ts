@@ -46,7 +46,7 @@ export class StepRunner {
     // The run was deleted (a cleaned-up dry run, retention), or the step now has another job (a
     // rerun replaced this one): nothing of this job's is to be recorded.
     if (!row || row.job_id !== ctx.jobId) return undefined;
-    if (row.state === 'failed') return discard(`step "${ref.step}" is recorded as failed: ${String(row.error?.message ?? '')}`);
+    if (row.state === 'failed') return discard(`step "${ref.step}" is recorded as failed (pipelines show)`);
     if (row.state !== 'ready' && row.state !== 'running') return undefined;
     if (row.run_state !== 'running') {
       // The run failed, was cancelled or is held: no new attempt starts.
@@ -147,13 +147,16 @@ export class StepRunner {
     // Shutdown, a lost lease, a cancel: the job core hands the job back, refuses it, or has ended it.
     if (!timedOut && ctx.signal.aborted && typeof reason === 'string' && NOT_OURS.has(reason)) throw err;
     if (isJobControl(err) && err.action === 'retry') return err;
-    const forGood = final || (isJobControl(err) && err.action !== 'retry') || ctx.attempt >= ctx.maxAttempts;
+    // Input that is wrong (an artifact name, a value JSON cannot hold, options) is wrong on every attempt.
+    const forGood = final || isInvalidValue(err) || isOptionsInvalid(err) || (isJobControl(err) && err.action !== 'retry') || ctx.attempt >= ctx.maxAttempts;
     if (!forGood) throw err;
     const d = describeError(err);
     const message = isJobControl(err) && err.action === 'hold' ? `steps cannot hold (a held step's job would leave the run waiting): ${d.message}` : d.message;
     const error: StepError = { message, ...(d.code ? { code: d.code } : {}), attempt: ctx.attempt };
     await this.record(ctx, ref.runId, (tx, run, fx) => this.transitions.stepFailed(tx, run, ref, error, fx).then(() => undefined));
-    return discard(`step failed: ${message}`);
+    // The reason is logged with job.discarded: it names the failure, not its message (which may
+    // quote secrets; it is stored with the step and the job's error history).
+    return discard(`step "${ref.step}" failed for good after attempt ${ctx.attempt}${d.code ? ` (${d.code})` : ''}; its error is the run's (pipelines show)`);
   }
 
   /** The outputs of the steps `names` as the handler receives them: plain, as a result (optional), or per item (map). */
@@ -221,6 +224,10 @@ function transient(err: unknown): boolean {
   if (err.code !== 'NS_DATABASE') return false;
   const state = (err as { sqlState?: string }).sqlState;
   return state === undefined || /^(08|57|40|53)/.test(state) || /^E[A-Z]+$/.test(state);
+}
+
+function isOptionsInvalid(err: unknown): boolean {
+  return isNightshiftError(err) && (err.code === 'NS_OPTIONS_INVALID' || err.code === 'NS_PIPELINE_ARTIFACT_EXISTS');
 }
 
 /** An output or item JSON cannot store (NaN, a Map, …): the step fails for good, retrying cannot fix it. */
