@@ -113,6 +113,10 @@ export function pipelineStepStatements(set: StatementSet) {
       (s) => `UPDATE ${s}.pipeline_steps SET state = $5, error = $6::jsonb, finished_at = now()
         WHERE run_id = $1 AND step = $2 AND item = $3 AND job_id = $4 AND state IN ('ready', 'running') RETURNING step`,
     ),
+    // Whether a fan-out still has an item to end (the primary key's order finds one at once when so).
+    openItems: set.plain(
+      (s) => `SELECT EXISTS (SELECT 1 FROM ${s}.pipeline_steps WHERE run_id = $1 AND step = $2 AND item <> '' AND state IN ('blocked', 'ready', 'running')) AS open`,
+    ),
     // A ready step whose job was cancelled unclaimed (held: nobody can run it) waits again.
     unready: set.plain(
       (s) => `UPDATE ${s}.pipeline_steps SET state = 'blocked', job_id = NULL WHERE run_id = $1 AND step = $2 AND item = $3 AND job_id = $4 AND state = 'ready'`,
@@ -252,6 +256,11 @@ export async function stepExpand(tx: Executor, st: PipelineStepStatements, ref: 
 /** Records a failure for good (or a cancellation); false as for {@link stepSucceed}. */
 export async function stepFail(tx: Executor, st: PipelineStepStatements, ref: StepRef, state: 'failed' | 'cancelled', error: unknown): Promise<boolean> {
   return (await run(tx, st.fail, [ref.runId, ref.step, ref.item, ref.jobId, state, JSON.stringify(error ?? null)])).length === 1;
+}
+
+/** Whether a fan-out step has items that have not ended. */
+export async function stepHasOpenItems(tx: Executor, st: PipelineStepStatements, runId: string, step: string): Promise<boolean> {
+  return (await run<{ open: boolean }>(tx, st.openItems, [runId, step]))[0]?.open === true;
 }
 
 /** Puts a ready row whose job was cancelled unclaimed back to blocked. */

@@ -53,7 +53,7 @@ export class StepRunner {
       await this.record(ctx, ref.runId, async (tx, run, fx) => {
         if (await stepFail(tx, this.c.st.steps, ref, 'cancelled', { message: `not started: the run is ${run.state}` })) {
           fx.events.push({ type: 'pipeline.step-finished', pipeline: run.pipeline, runId: run.id, generation: run.generation, step: ref.step, item: ref.item !== '', state: 'cancelled' });
-          await this.transitions.advance(tx, run, fx);
+          await this.transitions.stepEnded(tx, run, ref, fx);
         }
       });
       return undefined;
@@ -105,7 +105,7 @@ export class StepRunner {
         throw err;
       }
       fx.events.push({ type: 'pipeline.step-finished', pipeline: run.pipeline, runId: run.id, generation: run.generation, step: ref.step, item: ref.item !== '', state: 'succeeded' });
-      await this.transitions.advance(tx, run, fx);
+      await this.transitions.stepEnded(tx, run, ref, fx);
     });
   }
 
