@@ -200,7 +200,9 @@ describe('seed 000/001: the daily settlement as a pipeline on three workers', ()
       expect(rescued.attempts).toBeGreaterThanOrEqual(2);
       expect(rescued.output!.settledBy).not.toBe(victim.pid);
       expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.bo_payouts WHERE day_id = '20444'`)).rows[0].n).toBe(5);
-      // The seed's seven artifacts, with their checksums, verified.
+      // The seed's seven artifacts, with their checksums, verified — once the worker that ended the
+      // run has published them (just after the run's end commits).
+      await waitFor('the artifacts of 20444 to be published', async () => (await t.sql.query(`SELECT artifacts_published_at FROM ${q()}.pipeline_runs WHERE key = '20444'`)).rows[0].artifacts_published_at, { timeoutMs: 60_000 });
       expect(readdirSync(join(ARTIFACTS, 'dayId=20444')).sort()).toEqual([
         'affiliate_merkle.json', 'affiliates.json', 'checksums.json', 'commit_bundle.json', 'inputs.json', 'settlement_result.json', 'winners_merkle.json',
       ]);

@@ -73,6 +73,8 @@ RETURNING ${COLUMNS}, (r.xmax = 0) AS created`,
     // one run are serialised, and readiness can be decided from the steps' states.
     lock: set.plain((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1 FOR UPDATE`),
     get: set.plain((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1`),
+    // A reader that must not see a publication half-done (verify) waits for its lock.
+    share: set.plain((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1 FOR SHARE`),
     // The live run of a key, else (or with $3) its newest dry run.
     find: set.plain(
       (s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.pipeline = $1 AND r.key = $2 AND ($3::boolean IS NULL OR r.dry_run = $3)
@@ -133,6 +135,11 @@ export async function pipelineRunStart(db: Executor, st: PipelineRunStatements, 
 /** Locks a run for a transition (inside a transaction); undefined when it is gone. */
 export async function pipelineRunLock(tx: Executor, st: PipelineRunStatements, id: string): Promise<RunRow | undefined> {
   return (await run<RunRow>(tx, st.lock, [id]))[0];
+}
+
+/** A run by id, share-locked for the transaction (a publication in progress is waited for). */
+export async function pipelineRunShare(tx: Executor, st: PipelineRunStatements, id: string): Promise<RunRow | undefined> {
+  return (await run<RunRow>(tx, st.share, [id]))[0];
 }
 
 /** A run by id. */

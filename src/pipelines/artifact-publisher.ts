@@ -1,5 +1,6 @@
 import { artifactList, artifactRelocate, artifactVerified } from '../db/pipelines-artifacts.js';
-import { pipelineRunLock, pipelineRunPublished, type RunRow } from '../db/pipelines-runs.js';
+import type { Executor } from '../db/executor.js';
+import { pipelineRunLock, pipelineRunPublished, pipelineRunShare, type RunRow } from '../db/pipelines-runs.js';
 import { sha256 } from './directory-store.js';
 import { artifactRun, type EngineContext } from './engine-context.js';
 
@@ -54,11 +55,22 @@ export class ArtifactPublisher {
     });
   }
 
-  /** Re-reads every current artifact of the run and compares it with its record. */
+  /**
+   * Re-reads every current artifact of the run and compares it with its record. It holds a share
+   * lock on the run while it reads, so a publication in progress (which moves the files and then
+   * their records) is waited for rather than seen half-done.
+   */
   async verify(run: RunRow): Promise<VerifyResult> {
+    return this.c.database.pool.transaction(async (tx) => {
+      await pipelineRunShare(tx, this.c.st.runs, run.id);
+      return this.check(tx, run);
+    });
+  }
+
+  private async check(tx: Executor, run: RunRow): Promise<VerifyResult> {
     const spec = this.c.definition(run.pipeline)!;
     const store = this.c.store(spec);
-    const rows = await artifactList(this.c.pool, this.c.st.artifacts, run.id, true);
+    const rows = await artifactList(tx, this.c.st.artifacts, run.id, true);
     const checks: ArtifactCheck[] = [];
     for (const a of rows) {
       const content = await store.read(a.location);
@@ -68,7 +80,7 @@ export class ArtifactPublisher {
       const status = content === undefined ? 'missing' : actualSha256 === a.sha256 && actualSize === expectedSize ? 'ok' : 'changed';
       checks.push({ name: a.name, step: a.step, status, location: a.location, expectedSha256: a.sha256, expectedSize, actualSha256, actualSize });
     }
-    await artifactVerified(this.c.pool, this.c.st.artifacts, run.id, rows.filter((_, i) => checks[i]!.status === 'ok').map((a) => a.id));
+    await artifactVerified(tx, this.c.st.artifacts, run.id, rows.filter((_, i) => checks[i]!.status === 'ok').map((a) => a.id));
     const missing = checks.filter((x) => x.status === 'missing').length;
     const changed = checks.filter((x) => x.status === 'changed').length;
     if (missing + changed > 0) {
