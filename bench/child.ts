@@ -43,7 +43,7 @@ async function main(init: ChildInit): Promise<void> {
       stats.firstAt ??= now;
       stats.lastAt = now;
       if (typeof p?.t === 'number') stats.latencies.push(now - p.t);
-    });
+    }, { queues: init.queues ?? 1 });
   } else {
     producer = await system.producer(init.url);
   }

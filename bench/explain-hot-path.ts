@@ -26,7 +26,7 @@ try {
   await ns.stop();
 
   const handle = createPool({ connectionString: server.url, max: 1, applicationName: 'explain' });
-  const st = new Database(handle, schema).run;
+  const st = new Database(handle, schema).jobs.statements;
   await handle.close();
   const c = new pg.Client({ connectionString: server.url });
   await c.connect();
@@ -39,7 +39,7 @@ try {
     console.log(`\n=== ${title}\n${rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')}`);
   };
   await c.query('BEGIN');
-  await explain('claim', 'claim', st.claim.text, 'text, text[], int, text, float8', `'default', ARRAY['bench.noop'], ${batch}, 'me', 30000`);
+  await explain('claim', 'claim', st.claim.text, 'text, text[], int, text, float8, int', `'default', ARRAY['bench.noop'], ${batch}, 'me', 30000, ${batch}`);
   const { rows } = await c.query<{ id: string; lease_token: string }>(`SELECT id::text, lease_token::text FROM ${schema}.jobs WHERE state = 'running' LIMIT ${batch}`);
   const ids = `ARRAY[${rows.map((r) => r.id).join(',')}]::bigint[]`;
   const tokens = `ARRAY[${rows.map((r) => r.lease_token).join(',')}]::bigint[]`;

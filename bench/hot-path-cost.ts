@@ -64,11 +64,11 @@ try {
       const start = performance.now();
       for (;;) {
         const c0 = performance.now();
-        const r = await pool.pool.query({ ...db.run.claim, values: ['default', ['bench.noop'], batch, 'cost', 30_000] });
+        const r = await pool.pool.query<{ id: string; lease_token: string }>({ ...db.jobs.statements.claim, values: ['default', ['bench.noop'], batch, 'cost', 30_000, batch] });
         claimMs += performance.now() - c0;
         if (r.rows.length === 0) break;
         const c1 = performance.now();
-        await pool.pool.query({ ...db.run.complete, values: [r.rows.map((x) => x.id), r.rows.map((x) => x.lease_token)] });
+        await pool.pool.query({ ...db.jobs.statements.complete, values: [r.rows.map((x) => x.id), r.rows.map((x) => x.lease_token)] });
         completeMs += performance.now() - c1;
         done += r.rows.length;
       }

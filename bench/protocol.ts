@@ -1,4 +1,5 @@
 /** Messages between the orchestrator and a benchmark child process (over Node's IPC channel). */
+import type { StreamTask } from './streams/tasks.js';
 
 /** What a child is started to do. */
 export interface ChildInit {
@@ -8,6 +9,8 @@ export interface ChildInit {
   role: 'worker' | 'producer';
   /** Worker only. */
   concurrency?: number;
+  /** Worker only: queues the jobs are spread over (bench/scale); default 1. */
+  queues?: number;
 }
 
 /** A request to a started child; answered by a {@link ChildReply} with the same id. */
@@ -16,6 +19,8 @@ export type ChildCommand =
   | { op: 'single'; n: number; producers: number }
   | { op: 'paced'; n: number; perSecond: number }
   | { op: 'stats' }
+  /** The streams child (bench/streams/child.ts) only. */
+  | { op: 'stream'; task: StreamTask }
   | { op: 'stop' };
 
 export interface ChildRequest {

@@ -1,6 +1,7 @@
 import type { CeilingFigure, CeilingMethod } from './raw-ceiling.js';
 import type { Sizes } from './scenarios.js';
 import { summarise, type Summary } from './stats.js';
+import { STREAM_MEASURES, type StreamResults } from './streams/scenario.js';
 
 type SystemId = 'nightshift' | 'graphile-worker' | 'pg-boss';
 
@@ -16,6 +17,8 @@ export interface BenchResults {
   /** metric key → system → value of each run. */
   figures: Record<string, Partial<Record<SystemId, number[]>>>;
   ceiling: { method: CeilingMethod | null; values: Partial<Record<CeilingFigure['key'], number[]>> };
+  /** Redis Streams against the raw ceiling and BullMQ (`--only streams`). */
+  streams?: StreamResults;
   notes: string[];
 }
 
@@ -138,6 +141,7 @@ export function renderMarkdown(r: BenchResults): string {
     }
   } else out.push('Not measured.');
   out.push('');
+  if (r.streams) out.push(...renderStreams(r.streams), '');
   out.push('## Workloads', '');
   const s = r.sizes;
   out.push(
@@ -162,4 +166,25 @@ export function renderMarkdown(r: BenchResults): string {
     out.push('## Notes', '', ...r.notes.map((n) => `- ${n}`), '');
   }
   return out.join('\n');
+}
+
+/** The streams table: entries/s of each line and its share of the raw ceiling of the same Redis. */
+function renderStreams(st: StreamResults): string[] {
+  const out = ['## Redis Streams', ''];
+  out.push(
+    `${st.redis}; every line on the same server in one run, rounds interleaved, each run in its own child process on an emptied server. ` +
+      `Consume: ${st.sizes.consume.toLocaleString('en-US')} entries (jobs) already added, from the first handler call to the last acknowledgement (nightshift: nothing pending in the group; BullMQ: its last \`completed\` event, jobs removed on completion). ` +
+      `Publish: ${st.sizes.publish.toLocaleString('en-US')} entries, each call resolved when Redis answered.`,
+    '',
+  );
+  out.push('| Measure | entries/s | share of raw ceiling | target | met |', '| --- | ---: | ---: | --- | --- |');
+  const med = (k: string) => summarise(st.figures[k] ?? [])?.median;
+  for (const m of STREAM_MEASURES) {
+    const s = summarise(st.figures[m.key] ?? []);
+    const c = m.ceiling ? med(m.ceiling) : undefined;
+    const share = s && c ? s.median / c : undefined;
+    const target = m.key.startsWith('consume-nightshift') || m.key === 'publish-nightshift' ? '≥ 50 % of raw' : '';
+    out.push(`| ${m.label} | ${cell(s, 'jobs/s')} | ${m.ceiling ? (share === undefined ? '–' : `${Math.round(share * 100)} %`) : 'ceiling'} | ${target} | ${target && share !== undefined ? (share >= 0.5 ? 'yes' : 'no') : ''} |`);
+  }
+  return out;
 }

@@ -3,8 +3,10 @@
  *
  *   npm run bench                 full run (median of 3 runs, 100k-job workloads), bench/results/latest.md
  *   npm run bench -- --quick      under 2 minutes, smaller workloads, bench/results/quick.md
+ *   npm run bench -- --scale      the scale curves (bench/scale/), bench/results/scale.md and one SVG per curve;
+ *                                 with --quick a smoke run of a few minutes (scale-quick.md)
  *
- * Options: --runs N, --systems a,b, --only bulk,single,drain,latency,ceiling, --no-pgbench, --out FILE,
+ * Options: --runs N, --systems a,b, --only bulk,single,drain,latency,ceiling,streams, --no-pgbench, --out FILE,
  * --merge (replace only the measured figures in the existing results file, noting when and how),
  * --note TEXT (added to the results' notes; with --merge --only none, only adds the note),
  * --profile (CPU profiles of every child and the top statements from pg_stat_statements of every
@@ -18,12 +20,15 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { buildChild } from './build-child.js';
+import { buildChild, streamsChildScript } from './build-child.js';
 import { killAllChildren, withTimeout } from './children.js';
 import { measureCeiling, type CeilingFigure } from './raw-ceiling.js';
 import { renderMarkdown, type BenchResults } from './report.js';
 import { bulkEnqueue, drain, latency, singleEnqueue, type DrainShape, type ScenarioContext, type Sizes } from './scenarios.js';
 import { BenchServer } from './server.js';
+import { CURVE_KEYS, runScale, SCALE_SYSTEMS } from './scale/main.js';
+import { measureStreams, type StreamSizes } from './streams/scenario.js';
+import { killRedis } from './streams/redis-server.js';
 import { SYSTEMS, systemById } from './systems/index.js';
 import type { SystemAdapter } from './systems/system.js';
 
@@ -31,6 +36,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 
 const FULL: Sizes = { runs: 3, bulk: 100_000, single: 10_000, producers: 16, drain: 100_000, latencyPerSecond: 100, latencySeconds: 10, rawSeconds: 5, rawClaimRows: 100_000 };
 const QUICK: Sizes = { runs: 1, bulk: 20_000, single: 2_000, producers: 16, drain: 10_000, latencyPerSecond: 100, latencySeconds: 3, rawSeconds: 2, rawClaimRows: 20_000 };
+
+const STREAMS_FULL: StreamSizes = { runs: 3, consume: 200_000, publish: 100_000, callers: 16 };
+const STREAMS_QUICK: StreamSizes = { runs: 1, consume: 20_000, publish: 10_000, callers: 16 };
 
 const DRAINS: Record<string, DrainShape> = {
   'drain-1x10': { processes: 1, concurrency: 10 },
@@ -49,16 +57,18 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     merge: { type: 'boolean', default: false },
     note: { type: 'string', multiple: true, default: [] },
+    scale: { type: 'boolean', default: false },
   },
 });
 
 const mode = args.quick ? 'quick' : 'full';
 const sizes: Sizes = { ...(args.quick ? QUICK : FULL) };
 if (args.runs) sizes.runs = Math.max(1, Number(args.runs));
-const systems: SystemAdapter[] = args.systems ? args.systems.split(',').map(systemById) : [...SYSTEMS];
-const only = new Set((args.only ?? 'ceiling,bulk,single,drain,latency').split(','));
-// The whole run stops by itself: a quick run within 2 minutes, a full one within 45.
-const deadline = Date.now() + (args.quick ? 110_000 : 45 * 60_000);
+const systems: SystemAdapter[] = args.systems ? args.systems.split(',').map(systemById) : args.scale ? SCALE_SYSTEMS.map(systemById) : [...SYSTEMS];
+const only = new Set((args.only ?? (args.scale ? CURVE_KEYS.join(',') : 'ceiling,bulk,single,drain,latency,streams')).split(','));
+// The whole run stops by itself: a quick run within 2.5 minutes, a full one within 50; the scale
+// curves (10 M rows of history among them) within 8 minutes quick and 8 hours full.
+const deadline = Date.now() + (args.scale ? (args.quick ? 8 * 60_000 : 8 * 3_600_000) : args.quick ? 150_000 : 50 * 60_000);
 const started = Date.now();
 const log = (line: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
 
@@ -67,21 +77,32 @@ let cleaning: Promise<void> | undefined;
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     killAllChildren();
+    killRedis();
     await server?.stop().catch(() => undefined);
   })();
   return cleaning;
 }
+let interrupted = false;
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, () => {
+    interrupted = true;
     log(`${sig}: stopping`);
     void cleanup().finally(() => process.exit(130));
   });
 }
-process.on('exit', killAllChildren);
+process.on('exit', () => {
+  killAllChildren();
+  killRedis();
+});
 
 async function main(): Promise<void> {
   const loadBefore = loadavg();
-  log(`${mode} run: ${systems.map((s) => s.id).join(', ')}; ${sizes.runs} run(s) per figure`);
+  if (args.scale) {
+    const bad = systems.filter((s) => !SCALE_SYSTEMS.includes(s.id)).map((s) => s.id);
+    const unknown = [...only].filter((k) => !CURVE_KEYS.includes(k));
+    if (bad.length || unknown.length) throw new Error(`--scale: ${bad.length ? `systems ${bad.join(', ')} are not on the scale curves (${SCALE_SYSTEMS.join(', ')}); ` : ''}${unknown.length ? `unknown curves ${unknown.join(', ')} (known: ${CURVE_KEYS.join(', ')})` : ''}`);
+  }
+  log(`${args.scale ? 'scale ' : ''}${mode} run: ${systems.map((s) => s.id).join(', ')}${args.scale ? `; curves ${[...only].join(', ')}` : `; ${sizes.runs} run(s) per figure`}`);
   const script = await buildChild();
   const profileDir = args.profile ? join(here, '.profile', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
   server = await BenchServer.start(profileDir ? ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all'] : []);
@@ -129,6 +150,12 @@ async function main(): Promise<void> {
   for (const s of systems) {
     const url = await server.createDatabase(template(s));
     await withTimeout(s.migrate(url), 60_000, `${s.id} migrate`);
+  }
+
+  if (args.scale) {
+    const out = args.out ?? join(here, 'results', mode === 'full' ? 'scale.md' : 'scale-quick.md');
+    await runScale(ctx, { quick: args.quick, ...(args.runs ? { runs: Number(args.runs) } : {}), systems, only, out, deadline, template, serverInfo, interrupted: () => interrupted });
+    return;
   }
 
   /** Runs one bounded unit of work; a failure or timeout is noted and the run goes on. */
@@ -225,6 +252,17 @@ async function main(): Promise<void> {
     });
   }
 
+  if (only.has('streams')) {
+    try {
+      const streamSizes = { ...(args.quick ? STREAMS_QUICK : STREAMS_FULL), runs: sizes.runs };
+      results.streams = await measureStreams(streamsChildScript(script), streamSizes, log, unit);
+    } catch (err) {
+      const msg = err instanceof Error ? err.message.split('\n')[0]! : String(err);
+      log(`streams skipped: ${msg}`);
+      results.notes.push(`streams not measured: ${msg}`);
+    }
+  }
+
   results.machine.loadAfter = loadavg();
   results.durationSeconds = (Date.now() - started) / 1000;
   const out = args.out ?? join(here, 'results', mode === 'full' ? 'latest.md' : 'quick.md');
@@ -242,7 +280,7 @@ async function main(): Promise<void> {
 function merge(earlier: BenchResults, now: BenchResults): BenchResults {
   const figures = { ...earlier.figures };
   for (const [key, bySystem] of Object.entries(now.figures)) figures[key] = { ...figures[key], ...bySystem };
-  const keys = Object.keys(now.figures).concat(now.ceiling.method ? ['raw ceiling'] : []);
+  const keys = Object.keys(now.figures).concat(now.ceiling.method ? ['raw ceiling'] : [], now.streams ? ['streams'] : []);
   if (keys.length === 0) return { ...earlier, notes: [...earlier.notes, ...now.notes] };
   const note =
     `re-measured at ${now.startedAt} (${now.sizes.runs} runs, load average before/after ` +
@@ -251,6 +289,7 @@ function merge(earlier: BenchResults, now: BenchResults): BenchResults {
     ...earlier,
     figures,
     ceiling: now.ceiling.method ? now.ceiling : earlier.ceiling,
+    ...(now.streams ?? earlier.streams ? { streams: now.streams ?? earlier.streams } : {}),
     notes: [...earlier.notes, ...now.notes, note],
   };
 }

@@ -46,6 +46,7 @@ export const CORE_FILES = [
   'test/bad-input/api.test.ts',
   'test/pipelines/failures.test.ts',
   'test/cli/cli.test.ts',
+  'test/cli/binary.test.ts',
 ];
 
 /**

@@ -2,6 +2,12 @@ import { Logger, makeWorkerUtils, run, runMigrations, type WorkerUtils } from 'g
 import type { BenchPayload, Producer, RunningWorker, SystemAdapter } from './system.js';
 
 const TASK = 'noop';
+/**
+ * With jobs spread over several "queues" (bench/scale), one task identifier per queue: a worker
+ * serving N kinds of work. Not graphile-worker's `queueName`, which runs a named queue's jobs one at
+ * a time (a different feature); nightshift's queues run in parallel like separate task identifiers.
+ */
+const task = (q: number | undefined) => (q === undefined ? TASK : `${TASK}_${q}`);
 const silent = new Logger(() => () => undefined);
 
 /**
@@ -45,22 +51,23 @@ export const graphileWorkerAdapter: SystemAdapter = {
     const utils: WorkerUtils = await makeWorkerUtils({ connectionString: url, maxPoolSize: 20, logger: silent });
     return {
       async enqueueBulk(payloads: BenchPayload[]) {
-        await utils.addJobs(payloads.map((payload) => ({ identifier: TASK, payload })));
+        await utils.addJobs(payloads.map((payload) => ({ identifier: task(payload.q), payload })));
       },
       async enqueueOne(payload: BenchPayload) {
-        await utils.addJob(TASK, payload);
+        await utils.addJob(task(payload.q), payload);
       },
       close: async () => {
         await utils.release();
       },
     };
   },
-  async startWorker(url, concurrency, hook): Promise<RunningWorker> {
+  async startWorker(url, concurrency, hook, shape): Promise<RunningWorker> {
+    const handler = async (payload: unknown) => hook(payload as BenchPayload);
+    const queues = shape?.queues ?? 1;
+    const taskList = queues > 1 ? Object.fromEntries(Array.from({ length: queues }, (_, q) => [task(q), handler])) : { [TASK]: handler };
     const runner = await run({
       noHandleSignals: true,
-      taskList: {
-        [TASK]: async (payload) => hook(payload as BenchPayload),
-      },
+      taskList,
       preset: preset(url, concurrency),
     });
     return {

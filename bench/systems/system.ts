@@ -9,6 +9,16 @@ export interface BenchPayload {
   i?: number;
   /** Send time in ms on the host's shared monotonic clock (see wallMs in bench/protocol.ts). */
   t?: number;
+  /** Queue index (0 … queues − 1) when jobs are spread over several queues (bench/scale). */
+  q?: number;
+  /** Padding that gives the payload its size in the payload-size curve (bench/scale). */
+  pad?: string;
+}
+
+/** How a worker is set up beyond its concurrency (bench/scale). */
+export interface WorkerShape {
+  /** Queues the jobs are spread over (payload field `q`); 1 (the default) is the system's default queue. */
+  queues?: number;
 }
 
 /** Called by the system's handler for every job it runs; the handler does nothing else. */
@@ -46,5 +56,5 @@ export interface SystemAdapter {
   /** Opens a producer. */
   producer(url: string): Promise<Producer>;
   /** Starts a worker at the given concurrency that calls `hook` for each job. */
-  startWorker(url: string, concurrency: number, hook: JobHook): Promise<RunningWorker>;
+  startWorker(url: string, concurrency: number, hook: JobHook, shape?: WorkerShape): Promise<RunningWorker>;
 }

@@ -2,9 +2,9 @@ import { loadConfig, type LoadedConfig } from '../config/load-config.js';
 import { toClientOptions } from '../config/define-config.js';
 import { createNightshift, type Nightshift } from '../runtime/nightshift.js';
 import { databaseUrlProblem, type NightshiftOptions } from '../runtime/client-options.js';
-import { createLogger } from '../telemetry/logger.js';
 import { UsageError } from './exit-codes.js';
 import { isNightshiftError } from '../errors.js';
+import type { CliRun } from './cli-io.js';
 
 /** Options every command takes. */
 export interface GlobalOptions {
@@ -14,8 +14,9 @@ export interface GlobalOptions {
   actor?: string;
 }
 
-/** What a command works with: the loaded config and a client made from it. */
+/** What a command works with: the run, the loaded config and a client made from it. */
 export interface CliContext {
+  run: CliRun;
   loaded: LoadedConfig;
   databaseUrl: string;
   /** A client for this command (stopped by the caller). */
@@ -26,18 +27,19 @@ export interface CliContext {
  * Loads the config and resolves the database URL (`--database-url`, else `DATABASE_URL`, else the
  * config's `database.url`). The URL never has to be on the command line.
  */
-export async function cliContext(g: GlobalOptions): Promise<CliContext> {
+export async function cliContext(run: CliRun, g: GlobalOptions): Promise<CliContext> {
   // An empty value is a mistake (an unset shell variable), never "the default".
   if (g.schema !== undefined && g.schema.trim() === '') throw new UsageError('--schema is empty', "leave it out to use the config's schema (else nightshift), or name one");
   if (g.actor !== undefined && g.actor.trim() === '') throw new UsageError('--actor is empty', 'leave it out to be user@host, or name yourself');
-  const loaded = await loadConfig(g.config);
-  const databaseUrl = g.databaseUrl ?? process.env.DATABASE_URL ?? loaded.config.database?.url;
+  const loaded = await loadConfig(g.config, run.cwd);
+  const databaseUrl = g.databaseUrl ?? run.env.DATABASE_URL ?? loaded.config.database?.url;
   if (!databaseUrl) {
     throw new UsageError('no database URL', 'set DATABASE_URL (or pass --database-url, or database.url in the config)');
   }
   const problem = databaseUrlProblem(databaseUrl);
   if (problem) throw new UsageError(`the database URL ${problem}`, 'check DATABASE_URL (or --database-url, or database.url in the config)');
   return {
+    run,
     loaded,
     databaseUrl,
     client(extra = {}) {
@@ -51,13 +53,13 @@ export async function cliContext(g: GlobalOptions): Promise<CliContext> {
         // about once, so naming saves nothing, and behind a transaction-mode pooler it would only
         // earn a warning in the command's output (docs/poolers.md).
         ...(extra.worker ? {} : { maxConnections: 2, registerProcess: false, maintenance: false, ...(options.preparedStatements === undefined ? { preparedStatements: false } : {}) }),
-        // An admin command's log lines go to stderr: its stdout is the command's output (--json).
+        // An admin command's log lines go to `err`: its `out` is the command's output (--json).
         logger:
           loaded.config.logger ??
-          createLogger({
-            level: process.env.NIGHTSHIFT_LOG_LEVEL ?? (extra.worker ? 'info' : 'warn'),
+          run.logger({
+            level: run.env.NIGHTSHIFT_LOG_LEVEL ?? (extra.worker ? 'info' : 'warn'),
             ...(loaded.config.redact ? { redact: loaded.config.redact } : {}),
-            ...(extra.worker ? {} : { destination: process.stderr }),
+            ...(extra.worker ? {} : { destination: run.err }),
           }),
         ...extra.overrides,
       });

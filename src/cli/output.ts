@@ -1,4 +1,4 @@
-/** Output helpers shared by the commands: human tables by default, JSON with --json. */
+/** Formatting shared by the commands: human tables by default, JSON with --json. */
 
 export type Cell = string | number | boolean | null | undefined | Date;
 
@@ -16,19 +16,9 @@ export function table(headers: string[], rows: Cell[][]): string {
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...text.map(line)].join('\n');
 }
 
-/** Writes a line to stdout. */
-export function out(text: string): void {
-  process.stdout.write(`${text}\n`);
-}
-
-/** Writes JSON to stdout (Dates as ISO strings, bigints as strings). */
-export function json(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
-}
-
-/** Writes a line to stderr (progress, notices). */
-export function note(text: string): void {
-  process.stderr.write(`${text}\n`);
+/** JSON as the CLI prints it: indented, Dates as ISO strings, bigints as strings. */
+export function toJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2);
 }
 
 /** A compact age like 3s, 4m, 2h, 5d. */
@@ -39,4 +29,9 @@ export function age(ms: number | null | undefined): string {
   if (s < 7_200) return `${Math.round(s / 60)}m`;
   if (s < 172_800) return `${Math.round(s / 3600)}h`;
   return `${Math.round(s / 86_400)}d`;
+}
+
+/** How long ago `at` was, as {@link age}; '' for none. */
+export function ago(at: Date | null | undefined, now = Date.now()): string {
+  return at ? age(now - at.getTime()) : '';
 }

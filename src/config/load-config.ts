@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -73,11 +74,25 @@ export function isCommonJs(path: string): boolean {
  * tsx's ESM `tsImport` hands Node a CommonJS file as a `data:` URL of its transpiled text, so every
  * stack frame of code in the config (a job's handler, a daemon) would quote the whole config —
  * secrets included — into stored errors and logs. Through `require` the frames name the file.
+ *
+ * Each load is fresh, the config and every file it imports evaluated again: `tsImport` takes a
+ * new namespace per call, and so does the `require` here — tsx's plain `require` shares one
+ * namespace per process, so a second load (the CLI run in-process, as its tests do) returned the
+ * first load's modules. Nothing is unloaded: a process that loads many configs keeps them all.
  */
+/** The tsx namespaces of the CommonJS configs loaded so far. */
+const earlierLoads: string[] = [];
+
 async function importTypeScript(path: string): Promise<{ default?: unknown }> {
   if (isCommonJs(path)) {
-    const { require: tsxRequire } = await import('tsx/cjs/api');
-    const exports = tsxRequire(path, import.meta.url) as { __esModule?: unknown; default?: unknown } | undefined;
+    const { register, require: tsxRequire } = await import('tsx/cjs/api');
+    // Node finds a relative require in a cache keyed by the parent's directory and the request,
+    // whatever the namespace: the files of earlier loads leave require's cache first, or this
+    // config would be handed theirs. (A process that loads its config once never gets here twice.)
+    for (const key of Object.keys(tsxRequire.cache)) if (earlierLoads.some((ns) => key.includes(`namespace=${ns}`))) delete tsxRequire.cache[key];
+    const namespace = randomUUID();
+    earlierLoads.push(namespace);
+    const exports = register({ namespace }).require(path, import.meta.url) as { __esModule?: unknown; default?: unknown } | undefined;
     // `export default` compiles to an ES-module shape; `module.exports = …` is the default itself.
     return exports?.__esModule === true ? exports : { default: exports };
   }

@@ -27,9 +27,12 @@ export function activeKeyTaken(s: string, j: string): string {
       AND o.state IN ('available', 'running') AND o.id <> ${j}.id))`;
 }
 
-/** Whether `err` is a unique violation of a dedupe index (a key taken by a concurrent commit). */
+/** Whether `err` is a unique violation of a dedupe index, jobs_dedupe or jobs_dedupe_active (a key taken by a concurrent commit). */
 export function isKeyRace(err: unknown): boolean {
-  return err instanceof DatabaseError && err.sqlState === '23505' && /jobs_dedupe/.test(err.message);
+  if (!(err instanceof DatabaseError) || err.sqlState !== '23505') return false;
+  // The violated index, as the server names it (pg's error carries it), not read out of the message.
+  const constraint = (err.cause as { constraint?: unknown } | undefined)?.constraint;
+  return constraint === 'jobs_dedupe' || constraint === 'jobs_dedupe_active';
 }
 
 /**
@@ -37,10 +40,10 @@ export function isKeyRace(err: unknown): boolean {
  * statement's snapshot is not seen by its EXISTS and fails it with a unique violation; the next
  * run sees that commit and releases the key. Bounded; the last error is thrown.
  */
-export async function runReleasingKeys<R>(db: Executor, stmt: Statement, values: unknown[]): Promise<R[]> {
+export async function runReleasingKeys<R, P extends readonly unknown[]>(db: Executor, stmt: Statement<R, P>, values: NoInfer<P>): Promise<R[]> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await run<R>(db, stmt, values);
+      return await run(db, stmt, values);
     } catch (err) {
       if (!isKeyRace(err) || attempt >= 5) throw err;
     }

@@ -15,35 +15,48 @@ export interface JobLogLine {
 export function jobLogStatements(set: StatementSet) {
   return {
     // ON CONFLICT: a batch written twice (a retried flush) adds nothing.
-    insert: set.plain(
+    insert: set.plain<never, [jobId: string, attempt: number, seqs: number[], ats: Date[], levels: string[], msgs: string[], fields: (string | null)[]]>(
       (s) => `INSERT INTO ${s}.job_logs (job_id, attempt, seq, at, level, msg, fields)
         SELECT $1, $2, u.seq, u.at, u.level, u.msg, u.fields::jsonb
         FROM unnest($3::int[], $4::timestamptz[], $5::text[], $6::text[], $7::text[]) AS u(seq, at, level, msg, fields)
         WHERE EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)
         ON CONFLICT DO NOTHING`,
     ),
-    list: set.plain(
+    list: set.plain<JobLogLine, [jobId: string, limit: number]>(
       (s) => `SELECT attempt, seq, at, level, msg, fields FROM ${s}.job_logs WHERE job_id = $1 ORDER BY attempt, seq LIMIT $2`,
     ),
   };
 }
 export type JobLogStatements = ReturnType<typeof jobLogStatements>;
 
-/** Writes one attempt's lines in one statement (nothing when the job is gone). */
-export async function jobLogInsert(db: Executor, st: JobLogStatements, jobId: string, attempt: number, lines: readonly Omit<JobLogLine, 'attempt'>[]): Promise<void> {
-  if (lines.length === 0) return;
-  await run(db, st.insert, [
-    jobId,
-    attempt,
-    lines.map((l) => l.seq),
-    lines.map((l) => l.at),
-    lines.map((l) => l.level),
-    lines.map((l) => l.msg),
-    lines.map((l) => (l.fields ? JSON.stringify(l.fields) : null)),
-  ]);
-}
+/** The job log's statements bound to the schema's pool. */
+export class JobLogQueries {
+  private readonly st: JobLogStatements;
 
-/** A job's log lines, by attempt then order. */
-export function jobLogList(db: Executor, st: JobLogStatements, jobId: string, limit: number): Promise<JobLogLine[]> {
-  return run<JobLogLine>(db, st.list, [jobId, limit]);
+  constructor(
+    private readonly db: Executor,
+    set: StatementSet,
+  ) {
+    this.st = jobLogStatements(set);
+  }
+
+  /** Writes one attempt's lines in one statement (nothing when the job is gone). */
+  async insert(p: { jobId: string; attempt: number; lines: readonly Omit<JobLogLine, 'attempt'>[] }): Promise<void> {
+    const lines = p.lines;
+    if (lines.length === 0) return;
+    await run(this.db, this.st.insert, [
+      p.jobId,
+      p.attempt,
+      lines.map((l) => l.seq),
+      lines.map((l) => l.at),
+      lines.map((l) => l.level),
+      lines.map((l) => l.msg),
+      lines.map((l) => (l.fields ? JSON.stringify(l.fields) : null)),
+    ]);
+  }
+
+  /** A job's log lines, by attempt then order. */
+  list(p: { jobId: string; limit: number }): Promise<JobLogLine[]> {
+    return run(this.db, this.st.list, [p.jobId, p.limit]);
+  }
 }

@@ -31,9 +31,23 @@ const FILTER = `($1::text IS NULL OR kind = $1) AND ($2::text IS NULL OR queue =
   AND ($3::text[] IS NULL OR state::text = ANY($3)) AND ($4::bigint IS NULL OR id < $4)
   AND ($5::bigint[] IS NULL OR id = ANY($5))`;
 
-function filterValues(f: JobFilter): unknown[] {
+/** The parameters of FILTER: $1 to $5. */
+type FilterParams = [kind: string | null, queue: string | null, states: readonly JobState[] | null, beforeId: string | null, ids: readonly string[] | null];
+
+function filterValues(f: JobFilter): FilterParams {
   return [f.kind ?? null, f.queue ?? null, f.states ?? null, f.beforeId ?? null, f.ids ?? null];
 }
+
+/** The parameters of an admin action's statement (see `change`). */
+type ChangeParams = [
+  ...FilterParams,
+  actor: string,
+  reason: string | null,
+  limit: number,
+  jobsChannel: string,
+  from: readonly JobState[],
+  controlChannel: string,
+];
 
 /** Admin statements of one schema. Each state change writes its audit row in the same statement. */
 export function jobAdminStatements(set: StatementSet) {
@@ -43,7 +57,7 @@ export function jobAdminStatements(set: StatementSet) {
   // A retry makes jobs available again: a pending-scope key taken meanwhile is given up (both run),
   // an active-scope one taken meanwhile leaves the job where it is (see dedupe-sql.ts).
   const change = (action: AdminAction, assignments: string, toAvailable = false) =>
-    set.plain(
+    set.plain<ChangedRow, ChangeParams>(
       (s) => `
 WITH target AS (
   SELECT id, state AS old_state, lease_owner FROM ${s}.jobs t
@@ -64,9 +78,11 @@ SELECT upd.*,
 FROM upd ORDER BY upd.id`,
     );
   return {
-    list: set.plain((s) => `SELECT ${JOB_COLUMNS} FROM ${s}.jobs WHERE ${FILTER} ORDER BY id DESC LIMIT $6`),
-    count: set.plain((s) => `SELECT count(*)::int AS n FROM ${s}.jobs WHERE ${FILTER} AND state::text = ANY($6::text[])`),
-    get: set.plain((s) => `SELECT ${JOB_COLUMNS} FROM ${s}.jobs WHERE id = $1`),
+    list: set.plain<JobRow, [...FilterParams, limit: number]>((s) => `SELECT ${JOB_COLUMNS} FROM ${s}.jobs WHERE ${FILTER} ORDER BY id DESC LIMIT $6`),
+    count: set.plain<{ n: number }, [...FilterParams, states: readonly string[]]>(
+      (s) => `SELECT count(*)::int AS n FROM ${s}.jobs WHERE ${FILTER} AND state::text = ANY($6::text[])`,
+    ),
+    get: set.plain<JobRow, [id: string]>((s) => `SELECT ${JOB_COLUMNS} FROM ${s}.jobs WHERE id = $1`),
     retry: change(
       'retry',
       `state = 'available', run_at = now(), finished_at = NULL, reason = NULL,
@@ -93,7 +109,7 @@ FROM upd ORDER BY upd.id`,
       true,
     ),
     // The job holding an active-scope key that `$1` also has, if any.
-    keyHolder: set.plain(
+    keyHolder: set.plain<{ id: string }, [id: string]>(
       (s) => `SELECT o.id::text FROM ${s}.jobs j JOIN ${s}.jobs o ON o.kind = j.kind AND o.dedupe_key = j.dedupe_key
         AND o.state IN ('available', 'running') AND o.id <> j.id
         WHERE j.id = $1 AND j.dedupe_scope = 'active' LIMIT 1`,
@@ -101,19 +117,19 @@ FROM upd ORDER BY upd.id`,
     // Never later than it was: a job already due keeps its place in the queue's order.
     'run-now': change('run-now', `run_at = least(j.run_at, now())`),
     // The CLI's enqueue: who enqueued which job of which kind — never the payload.
-    auditEnqueue: set.plain(
+    auditEnqueue: set.plain<never, [actor: string, jobId: string, reason: string | null, kind: string, deduped: boolean]>(
       (s) => `INSERT INTO ${s}.audit_log (actor, action, target, reason, details)
         VALUES ($1, 'enqueue', 'job:' || $2::bigint, $3, jsonb_build_object('kind', $4::text, 'deduped', $5::boolean))`,
     ),
     // Unfinished jobs only: the partial indexes serve it, and it stays cheap however many finished
     // jobs are kept (metrics scrape it every few seconds).
-    depth: set.plain(
+    depth: set.plain<DepthRow, []>(
       (s) => `SELECT queue, CASE WHEN state = 'available' AND run_at > now() THEN 'scheduled' ELSE state::text END AS state,
         count(*)::int AS count,
         extract(epoch FROM now() - min(run_at) FILTER (WHERE state = 'available' AND run_at <= now()))::float8 AS oldest_available_seconds
       FROM ${s}.jobs WHERE state IN ('available', 'running', 'held', 'abandoned') GROUP BY 1, 2`,
     ),
-    stats: set.plain(
+    stats: set.plain<StatsRow, []>(
       (s) => `SELECT queue, kind, state::text AS state, count(*)::int AS count,
         min(run_at) FILTER (WHERE state = 'available' AND run_at <= now()) AS oldest_available
       FROM ${s}.jobs GROUP BY queue, kind, state ORDER BY queue, kind, state`,
@@ -122,68 +138,13 @@ FROM upd ORDER BY upd.id`,
 }
 export type JobAdminStatements = ReturnType<typeof jobAdminStatements>;
 
-/** Lists jobs, newest first. */
-export async function jobList(db: Executor, st: JobAdminStatements, f: JobFilter, limit: number): Promise<JobRecord[]> {
-  const rows = await run<JobRow>(db, st.list, [...filterValues(f), limit]);
-  return rows.map(toJobRecord);
-}
-
-/** Counts jobs matching a filter and in one of `states`. */
-export async function jobCount(db: Executor, st: JobAdminStatements, f: JobFilter, states: readonly string[]): Promise<number> {
-  const [row] = await run<{ n: number }>(db, st.count, [...filterValues(f), states]);
-  return row?.n ?? 0;
-}
-
-/** One job, or undefined. */
-export async function jobGet(db: Executor, st: JobAdminStatements, id: string): Promise<JobRecord | undefined> {
-  const [row] = await run<JobRow>(db, st.get, [id]);
-  return row ? toJobRecord(row) : undefined;
-}
-
 /** A job changed by an admin action, as it was right after the change. */
 export interface ChangedRow extends JobRow {
   old_state: JobState;
 }
 
-/** Applies an admin action to the jobs matching `f` (at most `limit`), with one audit row each. */
-export function jobChange(
-  db: Executor,
-  st: JobAdminStatements,
-  action: AdminAction,
-  f: JobFilter,
-  who: { actor: string; reason: string | null },
-  limit: number,
-  channels: { jobs: string; control: string },
-): Promise<ChangedRow[]> {
-  return runReleasingKeys<ChangedRow>(db, st[action], [
-    ...filterValues(f),
-    who.actor,
-    who.reason,
-    limit,
-    channels.jobs,
-    ADMIN_FROM[action],
-    channels.control,
-  ]);
-}
-
-/** The job holding the active-scope dedupe key of job `id`, if another one does. */
-export async function jobKeyHolder(db: Executor, st: JobAdminStatements, id: string): Promise<string | undefined> {
-  const [row] = await run<{ id: string }>(db, st.keyHolder, [id]);
-  return row?.id;
-}
-
-/** Writes the audit entry of an enqueue (actor, job, kind, whether it was deduped; no payload). */
-export async function auditEnqueue(
-  db: Executor,
-  st: JobAdminStatements,
-  who: { actor: string; reason: string | null },
-  job: { id: string; kind: string; deduped: boolean },
-): Promise<void> {
-  await run(db, st.auditEnqueue, [who.actor, job.id, who.reason, job.kind, job.deduped]);
-}
-
-/** Counts per queue, kind and state. */
-export interface StatsRow {
+/** Counts per queue, kind and state, as stored. */
+interface StatsRow {
   queue: string;
   kind: string;
   state: JobState;
@@ -191,20 +152,106 @@ export interface StatsRow {
   oldest_available: Date | null;
 }
 
-/** Job counts per queue, kind and state, with the oldest runnable job's time. */
-export function jobStats(db: Executor, st: JobAdminStatements): Promise<StatsRow[]> {
-  return run<StatsRow>(db, st.stats);
+/** Job counts per queue, kind and state, as `stats()` and `nightshift stats` show them. */
+export interface StatsRecord {
+  queue: string;
+  kind: string;
+  state: JobState;
+  count: number;
+  /** When the job of this queue and kind waiting longest became due (available jobs only), or null. */
+  oldestAvailable: Date | null;
 }
 
-/** Unfinished jobs per queue and state, with the oldest runnable job's age. */
-export interface DepthRow {
+/** Unfinished jobs per queue and state, as stored. */
+interface DepthRow {
   queue: string;
   state: string;
   count: number;
   oldest_available_seconds: number | null;
 }
 
-/** Unfinished jobs per queue and state (cheap: served by the partial indexes). */
-export function jobDepth(db: Executor, st: JobAdminStatements): Promise<DepthRow[]> {
-  return run<DepthRow>(db, st.depth);
+/** Unfinished jobs per queue and state (`scheduled` for available jobs due later), for the metrics. */
+export interface QueueDepth {
+  queue: string;
+  state: string;
+  count: number;
+  /** How long the job waiting longest has been due, in seconds; null when none is due. */
+  oldestAvailableSeconds: number | null;
+}
+
+/** Who does an admin action and why. */
+export interface Who {
+  actor: string;
+  reason: string | null;
+}
+
+/**
+ * The operator's statements bound to the schema's pool. Every state change writes its audit row
+ * in the same statement; `db` runs one in the caller's transaction (onResolve, the CLI's audited
+ * enqueue).
+ */
+export class JobAdminQueries {
+  private readonly st: JobAdminStatements;
+
+  constructor(
+    private readonly pool: Executor,
+    set: StatementSet,
+    private readonly channels: { jobs: string; control: string },
+  ) {
+    this.st = jobAdminStatements(set);
+  }
+
+  /** Lists jobs, newest first; `db` reads through the caller's transaction. */
+  async list(p: { filter: JobFilter; limit: number; db?: Executor }): Promise<JobRecord[]> {
+    const rows = await run(p.db ?? this.pool, this.st.list, [...filterValues(p.filter), p.limit]);
+    return rows.map(toJobRecord);
+  }
+
+  /** Counts jobs matching a filter and in one of `states`. */
+  async count(p: { filter: JobFilter; states: readonly string[] }): Promise<number> {
+    const [row] = await run(this.pool, this.st.count, [...filterValues(p.filter), p.states]);
+    return row?.n ?? 0;
+  }
+
+  /** One job, or undefined. */
+  async get(id: string): Promise<JobRecord | undefined> {
+    const [row] = await run(this.pool, this.st.get, [id]);
+    return row ? toJobRecord(row) : undefined;
+  }
+
+  /** Applies an admin action to the jobs matching `filter` (at most `limit`), with one audit row each. */
+  change(p: { action: AdminAction; filter: JobFilter; who: Who; limit: number; db?: Executor }): Promise<ChangedRow[]> {
+    return runReleasingKeys(p.db ?? this.pool, this.st[p.action], [
+      ...filterValues(p.filter),
+      p.who.actor,
+      p.who.reason,
+      p.limit,
+      this.channels.jobs,
+      ADMIN_FROM[p.action],
+      this.channels.control,
+    ]);
+  }
+
+  /** The job holding the active-scope dedupe key of job `id`, if another one does. */
+  async keyHolder(id: string): Promise<string | undefined> {
+    const [row] = await run(this.pool, this.st.keyHolder, [id]);
+    return row?.id;
+  }
+
+  /** Writes the audit entry of an enqueue (actor, job, kind, whether it was deduped; no payload), in `db`'s transaction when given. */
+  async auditEnqueue(p: { who: Who; job: { id: string; kind: string; deduped: boolean }; db?: Executor }): Promise<void> {
+    await run(p.db ?? this.pool, this.st.auditEnqueue, [p.who.actor, p.job.id, p.who.reason, p.job.kind, p.job.deduped]);
+  }
+
+  /** Job counts per queue, kind and state, with the oldest runnable job's time. */
+  async stats(): Promise<StatsRecord[]> {
+    const rows = await run(this.pool, this.st.stats, []);
+    return rows.map((r) => ({ queue: r.queue, kind: r.kind, state: r.state, count: r.count, oldestAvailable: r.oldest_available }));
+  }
+
+  /** Unfinished jobs per queue and state (cheap: served by the partial indexes). */
+  async depth(): Promise<QueueDepth[]> {
+    const rows = await run(this.pool, this.st.depth, []);
+    return rows.map((r) => ({ queue: r.queue, state: r.state, count: r.count, oldestAvailableSeconds: r.oldest_available_seconds }));
+  }
 }

@@ -77,7 +77,7 @@ export function jobInsertStatements(set: StatementSet) {
   return {
     // No row has a dedupe key: a plain INSERT. ON CONFLICT would make every row a speculative
     // insertion (an arbiter check and an extra WAL record per row) for nothing.
-    insertPlain: set.named(
+    insertPlain: set.named<JobInsertResult, [rows: string]>(
       'job_insert_plain',
       (s) => `${INPUT(s)}, ins AS (
   INSERT INTO ${s}.jobs (${COLUMNS})
@@ -87,18 +87,34 @@ export function jobInsertStatements(set: StatementSet) {
 SELECT id::text, false AS deduped FROM input ORDER BY ord`,
     ),
     // A plain dedupe hit leaves the pending job as it is.
-    insert: set.named('job_insert', (s) => conflictText(s, 'dedupe_key = EXCLUDED.dedupe_key')),
+    insert: set.named<JobInsertResult, [rows: string]>('job_insert', (s) => conflictText(s, 'dedupe_key = EXCLUDED.dedupe_key')),
     // A debounced hit moves the pending job's run time and keeps the latest payload.
     // A debounced hit moved a pending job's run time: the insert trigger did not see it, so the
     // statement says when it is due (schema names are plain identifiers, safe as a literal).
-    insertDebounced: set.named('job_insert_debounced', (s) =>
+    insertDebounced: set.named<JobInsertResult & { notified: unknown }, [rows: string]>('job_insert_debounced', (s) =>
       conflictText(
         s,
         'run_at = EXCLUDED.run_at, payload = EXCLUDED.payload',
         `, CASE WHEN a.id IS NULL THEN pg_notify('${set.schema}:jobs', i.queue || ' ' || ceil(coalesce(i.delay_ms, 0))::bigint) END AS notified`,
       ),
     ),
-    viaSql: set.named(
+    viaSql: set.named<
+      JobInsertResult,
+      [
+        kind: string,
+        payload: string,
+        queue: string | null,
+        runAt: Date | null,
+        priority: number | null,
+        maxAttempts: number | null,
+        dedupeKey: string | null,
+        debounceMs: number | null,
+        expiresAt: Date | null,
+        maxAgeMs: number | null,
+        delayMs: number | null,
+        traceContext: string | null,
+      ]
+    >(
       'job_enqueue_sql',
       (s) => `SELECT e.job_id::text AS id, e.deduped FROM ${s}.enqueue_job($1, $2::jsonb, queue => $3, run_at => $4, priority => $5,
           max_attempts => $6, dedupe_key => $7, debounce => $8::float8 * interval '1 millisecond',
@@ -112,22 +128,6 @@ export type JobInsertStatements = ReturnType<typeof jobInsertStatements>;
 /** One row as a JSON array, in INPUT's column order; the payload and trace context are JSON already. */
 function rowJson(r: JobInsertRow): string {
   return `[${JSON.stringify(r.kind)},${JSON.stringify(r.queue)},${r.priority},${r.runAt ? `"${r.runAt.toISOString()}"` : 'null'},${r.delayMs ?? 'null'},${r.payload},${r.maxAttempts},${r.atMostOnce},${r.dedupeKey === null ? 'null' : JSON.stringify(r.dedupeKey)},${r.expiresAt ? `"${r.expiresAt.toISOString()}"` : 'null'},${r.maxAgeMs ?? 'null'},${r.traceContext ?? 'null'}]`;
-}
-
-/**
- * Inserts jobs in one statement. Rows sharing a (kind, dedupe key) must have been merged by the
- * caller: one statement may not touch the same pending job twice.
- */
-export async function jobInsert(
-  db: Executor,
-  stmts: JobInsertStatements,
-  rows: readonly JobInsertRow[],
-  debounced: boolean,
-): Promise<JobInsertResult[]> {
-  const keyed = rows.some((r) => r.dedupeKey !== null);
-  const stmt = !keyed ? stmts.insertPlain : debounced ? stmts.insertDebounced : stmts.insert;
-  const out = await run<JobInsertResult>(db, stmt, [`[${rows.map(rowJson).join(',')}]`]);
-  return debounced ? out.map((r) => ({ id: r.id, deduped: r.deduped })) : out;
 }
 
 /** An enqueue through the schema's SQL function: NULL options take the kind's registered defaults. */
@@ -148,15 +148,52 @@ export interface SqlEnqueueRow {
 }
 
 /**
- * Enqueues through the SQL `enqueue_job()` function: kinds this process does not define (e.g. the
- * CLI), and keys of the `active`, `ever` and `within` dedupe scopes, whose rules live there. The
- * function says itself whether an existing job absorbed the call.
+ * The enqueue statements bound to the schema's pool. Each takes `db`, the caller's transaction,
+ * when the enqueue is part of it (the outbox pattern); without it the statement runs on the pool.
  */
-export async function jobEnqueueViaSql(db: Executor, stmts: JobInsertStatements, r: SqlEnqueueRow): Promise<JobInsertResult> {
-  const [row] = await run<JobInsertResult>(
-    db,
-    stmts.viaSql,
-    [r.kind, r.payload, r.queue, r.runAt, r.priority, r.maxAttempts, r.dedupeKey, r.debounceMs, r.expiresAt, r.maxAgeMs, r.delayMs, r.traceContext ?? null],
-  );
-  return row!;
+export class JobInsertQueries {
+  /** The statements themselves, for diagnostics that run them by hand (bench/). */
+  readonly statements: JobInsertStatements;
+
+  constructor(
+    private readonly pool: Executor,
+    set: StatementSet,
+  ) {
+    this.statements = jobInsertStatements(set);
+  }
+
+  /**
+   * Inserts jobs in one statement. Rows sharing a (kind, dedupe key) must have been merged by the
+   * caller: one statement may not touch the same pending job twice.
+   */
+  async insert(p: { rows: readonly JobInsertRow[]; debounced: boolean; db?: Executor }): Promise<JobInsertResult[]> {
+    const st = this.statements;
+    const keyed = p.rows.some((r) => r.dedupeKey !== null);
+    const stmt = !keyed ? st.insertPlain : p.debounced ? st.insertDebounced : st.insert;
+    const out = await run(p.db ?? this.pool, stmt, [`[${p.rows.map(rowJson).join(',')}]`]);
+    return p.debounced ? out.map((r) => ({ id: r.id, deduped: r.deduped })) : out;
+  }
+
+  /**
+   * Enqueues through the SQL `enqueue_job()` function: kinds this process does not define (e.g. the
+   * CLI), and keys of the `active`, `ever` and `within` dedupe scopes, whose rules live there. The
+   * function says itself whether an existing job absorbed the call.
+   */
+  async viaSql(r: SqlEnqueueRow & { db?: Executor }): Promise<JobInsertResult> {
+    const [row] = await run(r.db ?? this.pool, this.statements.viaSql, [
+      r.kind,
+      r.payload,
+      r.queue,
+      r.runAt,
+      r.priority,
+      r.maxAttempts,
+      r.dedupeKey,
+      r.debounceMs,
+      r.expiresAt,
+      r.maxAgeMs,
+      r.delayMs,
+      r.traceContext ?? null,
+    ]);
+    return row!;
+  }
 }

@@ -22,7 +22,7 @@ export function jobMaintenanceStatements(set: StatementSet) {
     // available (the attempt counts; discarded when none is left) and at-most-once jobs are
     // abandoned for an operator. SKIP LOCKED so two rescuers never fight, and a job a worker is
     // completing right now is left to that worker.
-    rescue: set.plain(
+    rescue: set.plain<RescuedRow, [limit: number, channel: string]>(
       (s) => `
 WITH expired AS (
   SELECT id, lease_owner FROM ${s}.jobs
@@ -56,7 +56,7 @@ SELECT id::text, kind, queue, state, attempt, owner,
 FROM upd`,
     ),
     // Pending jobs past their deadline become expired even when no worker claims their queue.
-    expire: set.plain(
+    expire: set.plain<{ id: string; kind: string; queue: string }, [limit: number]>(
       (s) => `
 WITH due AS (
   SELECT id FROM ${s}.jobs WHERE state = 'available' AND expires_at <= now()
@@ -69,7 +69,7 @@ RETURNING j.id::text, j.kind, j.queue`,
     ),
     // A pruned job takes its 'ever' dedupe key with it, in the same statement (an enqueue waiting
     // on that key row then sees it gone and takes the key).
-    prune: set.plain(
+    prune: set.plain<{ n: number }, [state: string, olderThanMs: number, limit: number]>(
       (s) => `
 WITH doomed AS (
   SELECT id FROM ${s}.jobs
@@ -83,7 +83,7 @@ WITH doomed AS (
 SELECT count(*)::int AS n FROM gone`,
     ),
     // 'within' keys past their period hold nothing; deleting them only keeps the table small.
-    pruneKeys: set.plain(
+    pruneKeys: set.plain<never, [limit: number]>(
       (s) => `
 DELETE FROM ${s}.dedupe_keys k USING (
   SELECT kind, key FROM ${s}.dedupe_keys WHERE expires_at < now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
@@ -93,29 +93,39 @@ DELETE FROM ${s}.dedupe_keys k USING (
 }
 export type JobMaintenanceStatements = ReturnType<typeof jobMaintenanceStatements>;
 
-/** Takes back up to `limit` jobs whose lease expired; wakes workers of the queues that got work. */
-export function jobRescue(db: Executor, st: JobMaintenanceStatements, limit: number, channel: string): Promise<RescuedRow[]> {
-  return runReleasingKeys<RescuedRow>(db, st.rescue, [limit, channel]);
-}
+/**
+ * Maintenance bound to the schema's pool: rescue, expiry, pruning. Each is one atomic statement
+ * with SKIP LOCKED, safe on many processes at once.
+ */
+export class JobMaintenanceQueries {
+  private readonly st: JobMaintenanceStatements;
 
-/** Marks up to `limit` pending jobs past their deadline as expired. */
-export function jobExpire(db: Executor, st: JobMaintenanceStatements, limit: number): Promise<{ id: string; kind: string; queue: string }[]> {
-  return run(db, st.expire, [limit]);
-}
+  constructor(
+    private readonly db: Executor,
+    set: StatementSet,
+    private readonly jobsChannel: string,
+  ) {
+    this.st = jobMaintenanceStatements(set);
+  }
 
-/** Deletes up to `limit` jobs in `state` that finished more than `olderThanMs` ago; returns how many. */
-export async function jobPrune(
-  db: Executor,
-  st: JobMaintenanceStatements,
-  state: string,
-  olderThanMs: number,
-  limit: number,
-): Promise<number> {
-  const [row] = await run<{ n: number }>(db, st.prune, [state, olderThanMs, limit]);
-  return row?.n ?? 0;
-}
+  /** Takes back up to `limit` jobs whose lease expired; wakes workers of the queues that got work. */
+  rescue(p: { limit: number }): Promise<RescuedRow[]> {
+    return runReleasingKeys(this.db, this.st.rescue, [p.limit, this.jobsChannel]);
+  }
 
-/** Deletes up to `limit` dedupe keys of the 'within' scope whose period is over; returns how many. */
-export function dedupeKeyPrune(db: Executor, st: JobMaintenanceStatements, limit: number): Promise<number> {
-  return runCount(db, st.pruneKeys, [limit]);
+  /** Marks up to `limit` pending jobs past their deadline as expired. */
+  expire(p: { limit: number }): Promise<{ id: string; kind: string; queue: string }[]> {
+    return run(this.db, this.st.expire, [p.limit]);
+  }
+
+  /** Deletes up to `limit` jobs in `state` that finished more than `olderThanMs` ago; returns how many. */
+  async prune(p: { state: string; olderThanMs: number; limit: number }): Promise<number> {
+    const [row] = await run(this.db, this.st.prune, [p.state, p.olderThanMs, p.limit]);
+    return row?.n ?? 0;
+  }
+
+  /** Deletes up to `limit` dedupe keys of the 'within' scope whose period is over; returns how many. */
+  pruneKeys(p: { limit: number }): Promise<number> {
+    return runCount(this.db, this.st.pruneKeys, [p.limit]);
+  }
 }

@@ -43,6 +43,15 @@ const MARK = (s: string, ids: string, tokens: string) => `
 UPDATE ${s}.jobs m SET started_at = now()
 WHERE m.id = ANY(${ids}::bigint[]) AND m.lease_token = ANY(${tokens}::bigint[]) AND m.state = 'running' AND m.started_at IS NULL`;
 
+/** A row naming a job by id. */
+type IdRow = { id: string };
+/** A row naming the lease token a fenced write matched. */
+type TokenRow = { token: string };
+/** Ids in $1 and their lease tokens in $2, in the same order. */
+type Pairs = [ids: readonly string[], tokens: readonly string[]];
+/** Pairs, and start marks in $3 and $4 (see MARK). */
+type MarkedPairs = [ids: readonly string[], tokens: readonly string[], markIds: readonly string[], markTokens: readonly string[]];
+
 /** The worker's statements of one schema: the hot path, every write fenced by the lease token. */
 export function jobRunStatements(set: StatementSet) {
   return {
@@ -58,7 +67,7 @@ export function jobRunStatements(set: StatementSet) {
     // gives back the attempt of a job that never ran (issue 11, bug 3). `(ARRAY(...))[1:$6]` is an
     // InitPlan run once; `= ANY` over it costs $6 comparisons per row. An at-most-once job gets no
     // started_at here: the worker records its start before the handler runs (jobStart).
-    claim: set.named(
+    claim: set.named<ClaimedRow, [queue: string, kinds: readonly string[], limit: number, owner: string, leaseMs: number, startNow: number]>(
       'job_claim',
       (s) => `
 WITH picked AS (
@@ -86,7 +95,7 @@ RETURNING j.id::text, j.kind, j.queue, j.state, j.payload, j.attempt, j.max_atte
     ),
     // The start of at-most-once handlers, recorded (and committed) before they run: from then on a
     // lost lease means "may have acted" and the job is abandoned rather than re-run.
-    start: set.named(
+    start: set.named<TokenRow, Pairs>(
       'job_start',
       (s) => `
 UPDATE ${s}.jobs j SET started_at = now()
@@ -95,7 +104,7 @@ RETURNING j.lease_token::text AS token`,
     ),
     // A job claimed ahead of a free slot whose deadline passed before a slot freed: expired, its
     // attempt given back (it never ran).
-    expireHeld: set.named(
+    expireHeld: set.named<IdRow, [id: string, token: string]>(
       'job_expire_held',
       (s) => `
 UPDATE ${s}.jobs SET state = 'expired', attempt = greatest(attempt - 1, 0), finished_at = now(),
@@ -106,7 +115,7 @@ RETURNING id::text`,
     // Batched completion: (id, token) pairs; a pair whose token is stale matches nothing and is
     // reported back as refused. A job that started from the worker's held jobs and finishes before
     // its start mark was written gets its start here (within one batch of the truth).
-    complete: set.named(
+    complete: set.named<TokenRow, Pairs>(
       'job_complete',
       (s) => `
 UPDATE ${s}.jobs j SET state = 'completed', finished_at = now(), started_at = coalesce(j.started_at, now()),
@@ -117,7 +126,7 @@ RETURNING j.lease_token::text AS token`,
     // The same, carrying the start marks of other jobs ($3 ids, $4 tokens: held jobs whose handler
     // started since the last write) in the same statement, so recording starts costs no round trip.
     // The two sets are disjoint (the worker leaves a job that completes out of the marks).
-    completeMarked: set.named(
+    completeMarked: set.named<TokenRow, MarkedPairs>(
       'job_complete_marked',
       (s) => `
 WITH marked AS (${MARK(s, '$3', '$4')})
@@ -128,14 +137,14 @@ RETURNING j.lease_token::text AS token`,
     ),
     // With completed jobs kept for no time (retention.completed = 0): the completion deletes the
     // row, fenced the same way. A DELETE writes no new row version and no index entries.
-    completeDelete: set.named(
+    completeDelete: set.named<TokenRow, Pairs>(
       'job_complete_delete',
       (s) => `
 DELETE FROM ${s}.jobs j
 WHERE ${FENCED}
 RETURNING j.lease_token::text AS token`,
     ),
-    completeDeleteMarked: set.named(
+    completeDeleteMarked: set.named<TokenRow, MarkedPairs>(
       'job_complete_delete_marked',
       (s) => `
 WITH marked AS (${MARK(s, '$3', '$4')})
@@ -144,9 +153,9 @@ WHERE ${FENCED}
 RETURNING j.lease_token::text AS token`,
     ),
     // Start marks alone, when no completion carried them soon enough.
-    mark: set.named('job_mark_started', (s) => MARK(s, '$1', '$2')),
+    mark: set.named<never, Pairs>('job_mark_started', (s) => MARK(s, '$1', '$2')),
     // One failed attempt: back to available after a delay, or held, or discarded. Fenced by token.
-    fail: set.named(
+    fail: set.named<IdRow, [id: string, token: string, state: FailOutcome['state'], delayMs: number, error: string, reason: string | null, grantAttempt: boolean]>(
       'job_fail',
       (s) => `
 UPDATE ${s}.jobs SET
@@ -166,16 +175,25 @@ RETURNING id::text`,
     // The fence of a handler's own transaction (ctx.transaction): run inside it just before COMMIT.
     // FOR UPDATE keeps a rescue or a cancel from changing the job until the transaction ends, so
     // its writes commit only while this attempt holds the lease.
-    fence: set.named(
-      'job_fence',
-      (s) => `SELECT 1 AS held FROM ${s}.jobs WHERE id = $1 AND lease_token = $2 AND state = 'running' FOR UPDATE`,
+    fence: set.named<{ held: number }, [id: string, token: string]>('job_fence', (s) => `SELECT 1 AS held FROM ${s}.jobs WHERE id = $1 AND lease_token = $2 AND state = 'running' FOR UPDATE`),
+    // When the next job of a queue is due, after a claim found none due: the first jobs of the
+    // queue in claim order (served by jobs_claim; with nothing due, they are the future ones), so
+    // a worker whose listener just (re)connected — and missed the notifications that carry due
+    // times — still claims a delayed job when it is due. Exact for a queue of one priority; with
+    // several, a lower-priority job due sooner may be found by the poll instead.
+    nextDue: set.named<{ due_in_ms: number | null }, [queue: string, kinds: readonly string[]]>(
+      'job_next_due',
+      (s) => `SELECT (extract(epoch FROM min(f.run_at) - now()) * 1000)::float8 AS due_in_ms FROM (
+  SELECT run_at FROM ${s}.jobs WHERE state = 'available' AND queue = $1 AND kind = ANY($2::text[])
+  ORDER BY priority, run_at, id LIMIT 100
+) f WHERE f.run_at > now()`,
     ),
     // The latest progress a handler reported (ctx.progress), fenced like every write of the attempt.
-    progress: set.named(
+    progress: set.named<IdRow, [id: string, token: string, json: string]>(
       'job_progress',
       (s) => `UPDATE ${s}.jobs SET progress = $3::jsonb WHERE id = $1 AND lease_token = $2 AND state = 'running' RETURNING id::text`,
     ),
-    heartbeat: set.named(
+    heartbeat: set.named<TokenRow, [ids: readonly string[], tokens: readonly string[], leaseMs: number]>(
       'job_heartbeat',
       (s) => `
 UPDATE ${s}.jobs j SET lease_expires_at = now() + $3::float8 * interval '1 millisecond'
@@ -184,7 +202,7 @@ RETURNING j.lease_token::text AS token`,
     ),
     // Shutdown: hand jobs back at once. A job whose handler never started gets its attempt back;
     // an at-most-once job whose handler did start may have acted, so it is abandoned, not re-run.
-    release: set.named(
+    release: set.named<{ id: string; state: string; notified: boolean }, [ids: string[], tokens: string[], started: boolean[], errors: string[], channel: string]>(
       'job_release',
       (s) => `
 WITH r AS (
@@ -207,61 +225,10 @@ SELECT r.id::text, r.state, pg_notify($5, r.queue) IS NULL AS notified FROM r`,
 }
 export type JobRunStatements = ReturnType<typeof jobRunStatements>;
 
-/**
- * Claims up to `limit` jobs of `kinds` from `queue` under a lease owned by `owner`; the first
- * `startNow` in claim order are recorded as started (the worker runs them at once).
- */
-export function jobClaim(
-  db: Executor,
-  st: JobRunStatements,
-  queue: string,
-  kinds: readonly string[],
-  limit: number,
-  startNow: number,
-  owner: string,
-  leaseMs: number,
-): Promise<ClaimedRow[]> {
-  return run<ClaimedRow>(db, st.claim, [queue, kinds, limit, owner, leaseMs, startNow]);
-}
-
-/** Records that the handlers of these claimed jobs start now; returns the lease tokens that still held. */
-export async function jobStart(db: Executor, st: JobRunStatements, ids: string[], tokens: string[]): Promise<Set<string>> {
-  const rows = await run<{ token: string }>(db, st.start, [ids, tokens]);
-  return new Set(rows.map((r) => r.token));
-}
-
-/** Expires a claimed job that never started; false when the token was stale. */
-export async function jobExpireHeld(db: Executor, st: JobRunStatements, id: string, token: string): Promise<boolean> {
-  return (await run(db, st.expireHeld, [id, token])).length === 1;
-}
-
 /** Held jobs whose handlers started, to record with the next write: ids and tokens, in the same order. */
 export interface StartMarks {
   ids: string[];
   tokens: string[];
-}
-
-/**
- * Completes jobs (or deletes them, with `remove`), recording `marks` in the same statement;
- * returns the lease tokens that still held (the others were refused).
- */
-export async function jobComplete(
-  db: Executor,
-  st: JobRunStatements,
-  ids: string[],
-  tokens: string[],
-  remove = false,
-  marks?: StartMarks,
-): Promise<Set<string>> {
-  const marked = marks !== undefined && marks.ids.length > 0;
-  const stmt = remove ? (marked ? st.completeDeleteMarked : st.completeDelete) : marked ? st.completeMarked : st.complete;
-  const rows = await run<{ token: string }>(db, stmt, marked ? [ids, tokens, marks.ids, marks.tokens] : [ids, tokens]);
-  return new Set(rows.map((r) => r.token));
-}
-
-/** Records that held jobs' handlers started (no completion carried the marks soon enough). */
-export async function jobMarkStarted(db: Executor, st: JobRunStatements, marks: StartMarks): Promise<void> {
-  await run(db, st.mark, [marks.ids, marks.tokens]);
 }
 
 /** The outcome of one failed attempt, decided by the jobs layer. */
@@ -274,34 +241,6 @@ export interface FailOutcome {
   grantAttempt: boolean;
 }
 
-/** Records a failed attempt; false when the token was stale (the write was refused). */
-export async function jobFail(db: Executor, st: JobRunStatements, id: string, token: string, o: FailOutcome): Promise<boolean> {
-  const rows = await runReleasingKeys(db, st.fail, [id, token, o.state, o.delayMs, JSON.stringify(o.error), o.reason, o.grantAttempt]);
-  return rows.length === 1;
-}
-
-/** Inside a transaction: whether this attempt still holds the job's lease (and, if so, keeps it until the transaction ends). */
-export async function jobFence(tx: Executor, st: JobRunStatements, id: string, token: string): Promise<boolean> {
-  return (await run(tx, st.fence, [id, token])).length === 1;
-}
-
-/** Stores the handler's latest progress; false when the lease was no longer held. */
-export async function jobProgress(db: Executor, st: JobRunStatements, id: string, token: string, json: string): Promise<boolean> {
-  return (await run(db, st.progress, [id, token, json])).length === 1;
-}
-
-/** Extends leases; returns the lease tokens still held. */
-export async function jobHeartbeat(
-  db: Executor,
-  st: JobRunStatements,
-  ids: string[],
-  tokens: string[],
-  leaseMs: number,
-): Promise<Set<string>> {
-  const rows = await run<{ token: string }>(db, st.heartbeat, [ids, tokens, leaseMs]);
-  return new Set(rows.map((r) => r.token));
-}
-
 /** A job handed back at shutdown. */
 export interface ReleaseRow {
   id: string;
@@ -310,18 +249,110 @@ export interface ReleaseRow {
   error: JobErrorEntry;
 }
 
-/** Hands jobs back at shutdown and wakes other workers; returns each job's new state. */
-export async function jobRelease(
-  db: Executor,
-  st: JobRunStatements,
-  rows: readonly ReleaseRow[],
-  channel: string,
-): Promise<{ id: string; state: string }[]> {
-  return runReleasingKeys(db, st.release, [
-    rows.map((r) => r.id),
-    rows.map((r) => r.token),
-    rows.map((r) => r.started),
-    rows.map((r) => JSON.stringify(r.error)),
-    channel,
-  ]);
+/** What {@link JobRunQueries.claim} takes. */
+export interface ClaimParams {
+  queue: string;
+  kinds: readonly string[];
+  /** Jobs to claim at most. */
+  limit: number;
+  /** How many of them, first in claim order, the worker starts at once (recorded as started). */
+  startNow: number;
+  /** The lease's owner (the worker). */
+  owner: string;
+  leaseMs: number;
+}
+
+/** Ids and lease tokens of claimed jobs, in the same order. */
+export interface Leases {
+  ids: readonly string[];
+  tokens: readonly string[];
+}
+
+/**
+ * The worker's statements bound to the schema's pool: what a claimed job's life writes, each
+ * write fenced by the claim's lease token. Writes that may run in a caller's transaction take it
+ * as `tx`.
+ */
+export class JobRunQueries {
+  /** The statements themselves, for diagnostics that run them by hand (bench/). */
+  readonly statements: JobRunStatements;
+
+  constructor(
+    private readonly db: Executor,
+    set: StatementSet,
+    private readonly jobsChannel: string,
+  ) {
+    this.statements = jobRunStatements(set);
+  }
+
+  /**
+   * Claims up to `limit` jobs of `kinds` from `queue` under a lease owned by `owner`; the first
+   * `startNow` in claim order are recorded as started (the worker runs them at once).
+   */
+  claim(p: ClaimParams): Promise<ClaimedRow[]> {
+    return run(this.db, this.statements.claim, [p.queue, p.kinds, p.limit, p.owner, p.leaseMs, p.startNow]);
+  }
+
+  /** Records that the handlers of these claimed jobs start now; returns the lease tokens that still held. */
+  async start(p: Leases): Promise<Set<string>> {
+    const rows = await run(this.db, this.statements.start, [p.ids, p.tokens]);
+    return new Set(rows.map((r) => r.token));
+  }
+
+  /** Expires a claimed job that never started; false when the token was stale. */
+  async expireHeld(p: { id: string; token: string }): Promise<boolean> {
+    return (await run(this.db, this.statements.expireHeld, [p.id, p.token])).length === 1;
+  }
+
+  /**
+   * Completes jobs (or deletes them, with `remove`), recording `marks` in the same statement;
+   * returns the lease tokens that still held (the others were refused).
+   */
+  async complete(p: Leases & { remove?: boolean; marks?: StartMarks }): Promise<Set<string>> {
+    const st = this.statements;
+    const marks = p.marks !== undefined && p.marks.ids.length > 0 ? p.marks : undefined;
+    const rows = marks
+      ? await run(this.db, p.remove ? st.completeDeleteMarked : st.completeMarked, [p.ids, p.tokens, marks.ids, marks.tokens])
+      : await run(this.db, p.remove ? st.completeDelete : st.complete, [p.ids, p.tokens]);
+    return new Set(rows.map((r) => r.token));
+  }
+
+  /** Records that held jobs' handlers started (no completion carried the marks soon enough). */
+  async markStarted(marks: StartMarks): Promise<void> {
+    await run(this.db, this.statements.mark, [marks.ids, marks.tokens]);
+  }
+
+  /** Records a failed attempt; false when the token was stale (the write was refused). */
+  async fail(p: { id: string; token: string; outcome: FailOutcome }): Promise<boolean> {
+    const o = p.outcome;
+    const rows = await runReleasingKeys(this.db, this.statements.fail, [p.id, p.token, o.state, o.delayMs, JSON.stringify(o.error), o.reason, o.grantAttempt]);
+    return rows.length === 1;
+  }
+
+  /** Inside the transaction `tx`: whether this attempt still holds the job's lease (and, if so, keeps it until the transaction ends). */
+  async fence(p: { tx: Executor; id: string; token: string }): Promise<boolean> {
+    return (await run(p.tx, this.statements.fence, [p.id, p.token])).length === 1;
+  }
+
+  /** Milliseconds until the next job of `queue` is due (see the statement), or null when none is known. */
+  async nextDue(p: { queue: string; kinds: readonly string[] }): Promise<number | null> {
+    const [row] = await run(this.db, this.statements.nextDue, [p.queue, p.kinds]);
+    return row?.due_in_ms ?? null;
+  }
+
+  /** Stores the handler's latest progress (JSON text); false when the lease was no longer held. */
+  async progress(p: { id: string; token: string; json: string }): Promise<boolean> {
+    return (await run(this.db, this.statements.progress, [p.id, p.token, p.json])).length === 1;
+  }
+
+  /** Extends leases by `leaseMs`; returns the lease tokens still held. */
+  async heartbeat(p: Leases & { leaseMs: number }): Promise<Set<string>> {
+    const rows = await run(this.db, this.statements.heartbeat, [p.ids, p.tokens, p.leaseMs]);
+    return new Set(rows.map((r) => r.token));
+  }
+
+  /** Hands jobs back at shutdown and wakes other workers; returns each job's new state. */
+  release(rows: readonly ReleaseRow[]): Promise<{ id: string; state: string }[]> {
+    return runReleasingKeys(this.db, this.statements.release, [rows.map((r) => r.id), rows.map((r) => r.token), rows.map((r) => r.started), rows.map((r) => JSON.stringify(r.error)), this.jobsChannel]);
+  }
 }

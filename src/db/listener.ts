@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { trackResource } from '../lifecycle/resources.js';
+import type { Timer } from '../lifecycle/clock.js';
+import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import type { Executor } from './executor.js';
 import { quoteIdent } from './identifiers.js';
 import { ListenerProof, type ProofState } from './listener-proof.js';
@@ -21,7 +22,7 @@ export interface ListenerEvents {
   onProof?(proven: boolean, reason?: string): void;
 }
 
-export interface ListenerOptions {
+export interface ListenerOptions extends ServiceOptions {
   connectionString?: string;
   /** A function returning a fresh client config when the user gave a pool instead of a URL. */
   clientConfig?: pg.ClientConfig;
@@ -49,13 +50,11 @@ export interface ListenerOptions {
  * pooled server connection, where every job's notification lands in some other client's
  * transaction or in the pooler's log (`got packet 'A' from server when not linked`).
  */
-export class Listener {
+export class Listener extends BaseService {
   private client: pg.Client | undefined;
-  private stopped = true;
-  private reconnectTimer: NodeJS.Timeout | undefined;
-  private healthTimer: NodeJS.Timeout | undefined;
+  private reconnectTimer: Timer | undefined;
+  private healthTimer: Timer | undefined;
   private attempts = 0;
-  private release: (() => void) | undefined;
   private connecting: Promise<void> | undefined;
   /** LISTENing on the real channels (after the proof, when there is one). */
   private listening = false;
@@ -65,13 +64,14 @@ export class Listener {
     private readonly options: ListenerOptions,
     private readonly events: ListenerEvents,
   ) {
+    super({ name: options.applicationName, kind: 'listener', restartable: true, logger: options.logger, clock: options.clock });
     const proof = options.proof;
     if (proof) {
       this.proofer = new ListenerProof(proof.via, proof.timeoutMs, (proven, reason) => {
-        // Proven is reported once the real channels are listened to (listenChannels), so whoever
-        // hears of it finds the listener connected.
-        if (!proven) this.events.onProof?.(false, reason);
-        else if (this.client) void this.listenChannels(this.client);
+        // A proof is reported once the real channels are listened on, so "proven" means
+        // notifications wake this process (and wake-ups report `notify`) from that moment.
+        if (proven && this.client) void this.listenChannels(this.client);
+        else if (!proven) this.events.onProof?.(false, reason);
       });
     }
   }
@@ -87,28 +87,36 @@ export class Listener {
   }
 
   /** Starts listening; resolves after the first attempt (connected or scheduled to retry). */
-  async start(): Promise<void> {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.release = trackResource('listener', this.options.applicationName);
+  protected async onStart(): Promise<void> {
     await this.connect();
   }
 
-  /** Stops listening and closes the connection. Safe before start and twice. */
-  async stop(): Promise<void> {
-    if (this.stopped) return;
-    this.stopped = true;
-    clearTimeout(this.reconnectTimer);
-    clearInterval(this.healthTimer);
+  /** Stops listening and closes the connection. */
+  protected async onStop(): Promise<void> {
+    this.clock.clearTimeout(this.reconnectTimer);
+    this.clock.clearTimeout(this.healthTimer);
     this.reconnectTimer = undefined;
     this.healthTimer = undefined;
     this.proofer?.reset();
     this.listening = false;
-    await this.connecting?.catch(() => undefined);
+    // Bounded: a connection attempt or a graceful end on a silently cut link may never finish
+    // (found by the model-based test: stop() hung, and the process never exited).
+    await within(
+      this.connecting?.catch(() => undefined),
+      STOP_WAIT_MS,
+    );
     const client = this.client;
     this.client = undefined;
-    if (client) await client.end().catch(() => undefined);
-    this.release?.();
+    if (client) {
+      const ended = await within(
+        client.end().then(
+          () => true,
+          () => true,
+        ),
+        STOP_WAIT_MS,
+      );
+      if (!ended) destroySocket(client);
+    }
   }
 
   /** Kills the current connection as if the network dropped it (used by fault tests and probes). */
@@ -126,7 +134,7 @@ export class Listener {
   }
 
   private async doConnect(): Promise<void> {
-    if (this.stopped) return;
+    if (!this.live) return;
     const client = new pg.Client({
       ...(this.options.clientConfig ?? {}),
       ...(this.options.connectionString ? { connectionString: this.options.connectionString } : {}),
@@ -148,19 +156,17 @@ export class Listener {
     } catch (err) {
       client.removeAllListeners('end');
       await client.end().catch(() => undefined);
-      if (!this.stopped) this.events.onLost(err instanceof Error ? err : new Error(String(err)));
+      if (this.live) this.events.onLost(err instanceof Error ? err : new Error(String(err)));
       this.scheduleReconnect();
       return;
     }
-    if (this.stopped) {
+    if (!this.live) {
       await client.end().catch(() => undefined);
       return;
     }
     this.client = client;
     this.attempts = 0;
-    clearInterval(this.healthTimer);
-    this.healthTimer = setInterval(() => this.probe(client), this.options.healthCheckMs);
-    this.healthTimer.unref();
+    this.scheduleProbe(client);
     if (this.proofer) this.proofer.begin();
     else {
       this.listening = true;
@@ -177,27 +183,39 @@ export class Listener {
       this.lost(client, err instanceof Error ? err : new Error(String(err)));
       return;
     }
-    if (this.client !== client || this.stopped) return;
+    if (this.client !== client || !this.live) return;
     this.listening = true;
     this.events.onProof?.(true);
     this.events.onConnected();
   }
 
+  /** The next health check of `client`, `healthCheckMs` from now (one at a time, re-armed after each). */
+  private scheduleProbe(client: pg.Client): void {
+    this.clock.clearTimeout(this.healthTimer);
+    this.healthTimer = this.clock.setTimeout(() => this.probe(client), this.options.healthCheckMs, { unref: true });
+  }
+
   private probe(client: pg.Client): void {
+    if (this.client !== client) return;
     let settled = false;
-    const timer = setTimeout(() => {
-      if (!settled) this.lost(client, new Error('listener health check timed out'));
-    }, Math.max(1_000, this.options.healthCheckMs));
-    timer.unref();
+    const timer = this.clock.setTimeout(
+      () => {
+        if (!settled) this.lost(client, new Error('listener health check timed out'));
+      },
+      Math.max(1_000, this.options.healthCheckMs),
+      { unref: true },
+    );
+    // The next check is due a period after this one was sent, as with an interval.
+    this.scheduleProbe(client);
     client.query('SELECT 1').then(
       () => {
         settled = true;
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         this.proofer?.retryIfUnsent();
       },
       (err: unknown) => {
         settled = true;
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         this.lost(client, err instanceof Error ? err : new Error(String(err)));
       },
     );
@@ -208,24 +226,41 @@ export class Listener {
     this.client = undefined;
     this.listening = false;
     this.proofer?.reset();
-    clearInterval(this.healthTimer);
+    this.clock.clearTimeout(this.healthTimer);
     this.healthTimer = undefined;
     client.removeAllListeners('end');
     // Destroy the socket outright: a silently cut link may never finish a graceful end.
-    const socket = (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
-    socket?.destroy();
+    destroySocket(client);
     client.end().catch(() => undefined);
-    if (this.stopped) return;
+    if (!this.live) return;
     this.events.onLost(error);
     this.scheduleReconnect();
   }
 
   private scheduleReconnect(): void {
-    if (this.stopped) return;
+    if (!this.live) return;
     const delay = Math.min(this.options.maxReconnectDelayMs, 100 * 2 ** Math.min(this.attempts, 10));
     this.attempts++;
-    clearTimeout(this.reconnectTimer);
-    this.reconnectTimer = setTimeout(() => void this.connect(), delay * (0.5 + Math.random() / 2));
-    this.reconnectTimer.unref();
+    this.clock.clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = this.clock.setTimeout(() => void this.connect(), delay * (0.5 + Math.random() / 2), { unref: true });
+  }
+}
+
+/** How long stop() waits for a connection attempt or a graceful end before cutting the socket. */
+const STOP_WAIT_MS = 2_000;
+
+/** Cuts a client's socket at once (pg keeps it on `connection.stream`). */
+function destroySocket(client: pg.Client): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
+
+/** Waits for `p` at most `ms`; resolves with its value, or undefined when it took longer. */
+async function within<T>(p: Promise<T> | undefined, ms: number): Promise<T | undefined> {
+  if (!p) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MigrationFailedError, NotMigratedError, SchemaTooNewError } from '../errors.js';
-import { run, type Executor } from './executor.js';
+import { run, sql, type Executor } from './executor.js';
 import { quoteIdent } from './identifiers.js';
 import type { PoolHandle } from './pool.js';
 
@@ -74,21 +74,19 @@ export async function migrate(pool: PoolHandle, schema: string): Promise<Migrate
   const applied: { version: number; name: string }[] = [];
   for (;;) {
     const next = await pool.transaction(async (tx) => {
-      await run(tx, { text: `SELECT pg_advisory_xact_lock(hashtext('nightshift.migrate:' || $1))` }, [schema]);
-      await run(tx, { text: `CREATE SCHEMA IF NOT EXISTS ${q}` });
-      await run(tx, {
-        text: `CREATE TABLE IF NOT EXISTS ${q}.migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-      });
+      await run(tx, sql<unknown, [schema: string]>(`SELECT pg_advisory_xact_lock(hashtext('nightshift.migrate:' || $1))`), [schema]);
+      await run(tx, sql(`CREATE SCHEMA IF NOT EXISTS ${q}`), []);
+      await run(tx, sql(`CREATE TABLE IF NOT EXISTS ${q}.migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`), []);
       // Whether code older than the migration keeps working once it is applied (see Migration.compatible).
-      await run(tx, { text: `ALTER TABLE ${q}.migrations ADD COLUMN IF NOT EXISTS compatible boolean NOT NULL DEFAULT false` });
+      await run(tx, sql(`ALTER TABLE ${q}.migrations ADD COLUMN IF NOT EXISTS compatible boolean NOT NULL DEFAULT false`), []);
       const version = await currentVersion(tx, schema);
       if (applied.length === 0) from = version;
       if (version > latestVersion()) throw new SchemaTooNewError(schema, version, latestVersion());
       // Apply every migration not recorded yet (not only those above the newest applied), so a
       // migration merged with a lower number than one already applied still runs. Transactional
       // ones run here, up to the first online one, which runs after this transaction.
-      const done = new Set((await run<{ version: number }>(tx, { text: `SELECT version FROM ${q}.migrations` })).map((r) => r.version));
-      await run(tx, { text: `SELECT set_config('search_path', $1, true)` }, [q]);
+      const done = new Set((await run(tx, sql<{ version: number }, []>(`SELECT version FROM ${q}.migrations`), [])).map((r) => r.version));
+      await run(tx, sql<unknown, [path: string]>(`SELECT set_config('search_path', $1, true)`), [q]);
       for (const m of migrations()) {
         if (done.has(m.version)) continue;
         if (m.online) return m;
@@ -98,7 +96,7 @@ export async function migrate(pool: PoolHandle, schema: string): Promise<Migrate
           // The transaction rolls back whole: name the migration and say what to do, not a raw pg error.
           throw new MigrationFailedError(schema, m, err);
         }
-        await run(tx, { text: `INSERT INTO ${q}.migrations (version, name, compatible) VALUES ($1, $2, $3)` }, [m.version, m.name, m.compatible]);
+        await run(tx, sql<unknown, [version: number, name: string, compatible: boolean]>(`INSERT INTO ${q}.migrations (version, name, compatible) VALUES ($1, $2, $3)`), [m.version, m.name, m.compatible]);
         applied.push({ version: m.version, name: m.name });
       }
       return undefined;
@@ -109,9 +107,13 @@ export async function migrate(pool: PoolHandle, schema: string): Promise<Migrate
     } catch (err) {
       throw new MigrationFailedError(schema, next, err);
     }
-    const recorded = await run<{ version: number }>(pool.pool, {
-      text: `INSERT INTO ${q}.migrations (version, name, compatible) VALUES ($1, $2, $3) ON CONFLICT (version) DO NOTHING RETURNING version`,
-    }, [next.version, next.name, next.compatible]);
+    const recorded = await run(
+      pool.pool,
+      sql<{ version: number }, [version: number, name: string, compatible: boolean]>(
+        `INSERT INTO ${q}.migrations (version, name, compatible) VALUES ($1, $2, $3) ON CONFLICT (version) DO NOTHING RETURNING version`,
+      ),
+      [next.version, next.name, next.compatible],
+    );
     if (recorded.length) applied.push({ version: next.version, name: next.name });
   }
 }
@@ -132,9 +134,14 @@ async function runOnline(pool: PoolHandle, schema: string, m: Migration): Promis
     const step = raw.replaceAll('__schema__', quoteIdent(schema));
     const index = CONCURRENT_INDEX.exec(step)?.[2];
     if (index) await ensureIndex(pool.pool, schema, index, step);
-    else await run(pool.pool, { text: step });
+    else await run(pool.pool, sql(step), []);
   }
 }
+
+const INDEX_STATE = sql<{ valid: boolean | null; building: boolean }, [index: string]>(
+  `SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)) AS valid,
+          EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = to_regclass($1)) AS building`,
+);
 
 /**
  * Builds an index concurrently unless a valid one exists. Another replica's build in progress is
@@ -144,17 +151,14 @@ async function runOnline(pool: PoolHandle, schema: string, m: Migration): Promis
 async function ensureIndex(client: Executor, schema: string, name: string, ddl: string): Promise<void> {
   const qualified = `${quoteIdent(schema)}.${quoteIdent(name)}`;
   for (let wait = 100; ; wait = Math.min(wait * 2, 2_000)) {
-    const [row] = await run<{ valid: boolean | null; building: boolean }>(client, {
-      text: `SELECT (SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)) AS valid,
-                    EXISTS (SELECT 1 FROM pg_stat_progress_create_index p WHERE p.index_relid = to_regclass($1)) AS building`,
-    }, [qualified]);
+    const [row] = await run(client, INDEX_STATE, [qualified]);
     if (row?.valid === true) return;
     if (row?.valid === null) {
-      await run(client, { text: ddl });
+      await run(client, sql(ddl), []);
       continue;
     }
     if (!row?.building) {
-      await run(client, { text: `DROP INDEX CONCURRENTLY IF EXISTS ${qualified}` });
+      await run(client, sql(`DROP INDEX CONCURRENTLY IF EXISTS ${qualified}`), []);
       continue;
     }
     await new Promise((r) => setTimeout(r, wait));
@@ -163,9 +167,9 @@ async function ensureIndex(client: Executor, schema: string, name: string, ddl: 
 
 /** The schema's applied migration version, 0 when nightshift was never installed there. */
 export async function currentVersion(db: Executor, schema: string): Promise<number> {
-  const [exists] = await run<{ t: string | null }>(db, { text: `SELECT to_regclass($1) AS t` }, [`${quoteIdent(schema)}.migrations`]);
+  const [exists] = await run(db, sql<{ t: string | null }, [table: string]>(`SELECT to_regclass($1) AS t`), [`${quoteIdent(schema)}.migrations`]);
   if (!exists?.t) return 0;
-  const [row] = await run<{ v: number | null }>(db, { text: `SELECT max(version) AS v FROM ${quoteIdent(schema)}.migrations` });
+  const [row] = await run(db, sql<{ v: number | null }, []>(`SELECT max(version) AS v FROM ${quoteIdent(schema)}.migrations`), []);
   return row?.v ?? 0;
 }
 
@@ -179,14 +183,23 @@ export async function assertMigrated(db: Executor, schema: string): Promise<{ ne
   const have = await currentVersion(db, schema);
   const want = latestVersion();
   if (have > want) {
-    const rows = await run<{ version: number; compatible: boolean | null }>(db, {
-      text: `SELECT version, (to_jsonb(m) ->> 'compatible')::boolean AS compatible FROM ${quoteIdent(schema)}.migrations m WHERE version > $1 ORDER BY version`,
-    }, [want]);
+    const rows = await run(
+      db,
+      sql<{ version: number; compatible: boolean | null }, [want: number]>(
+        `SELECT version, (to_jsonb(m) ->> 'compatible')::boolean AS compatible FROM ${quoteIdent(schema)}.migrations m WHERE version > $1 ORDER BY version`,
+      ),
+      [want],
+    );
     const blocking = rows.find((r) => r.compatible !== true);
     if (blocking) throw new SchemaTooNewError(schema, have, want, blocking.version);
     return { newer: rows.map((r) => r.version) };
   }
-  const [row] = have === 0 ? [{ n: 0 }] : await run<{ n: number }>(db, { text: `SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.migrations WHERE version = ANY($1::int[])` }, [migrations().map((m) => m.version)]);
+  const [row] =
+    have === 0
+      ? [{ n: 0 }]
+      : await run(db, sql<{ n: number }, [versions: number[]]>(`SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.migrations WHERE version = ANY($1::int[])`), [
+          migrations().map((m) => m.version),
+        ]);
   if (have < want || (row?.n ?? 0) < migrations().length) throw new NotMigratedError(schema, have, want);
   return { newer: [] };
 }

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import {
   DatabaseError,
   FencedError,
@@ -50,7 +51,31 @@ export function preparedStatementCollision(err: unknown, name: string): '42P05' 
   return (e.message ?? '').includes(`"${name}"`) ? e.code : undefined;
 }
 
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
+/**
+ * SQLSTATEs of a connection that failed or that the server ended: the connection exceptions of
+ * class 08 — not 08P01, a protocol violation such as a wrong number of parameters, which is a bug
+ * — and the server shutting down, crashing or starting up (57P01–57P03).
+ */
+const UNAVAILABLE_SQLSTATES = new Set(['08000', '08001', '08003', '08004', '08006', '08007', '57P01', '57P02', '57P03']);
+
+/** System error codes of a network that failed under the connection (Node's `err.code`, with `syscall`/`errno`). */
+const NETWORK_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN', 'EHOSTDOWN']);
+
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+/** Whether a driver error says the database is unavailable, by its class and code (never its message). */
+function isUnavailable(err: unknown): boolean {
+  const e = (err ?? {}) as { code?: unknown; errno?: unknown; syscall?: unknown; errors?: unknown };
+  // A system error of the socket (connect, read, write, DNS): Node sets errno or syscall.
+  if (typeof e.code === 'string' && (typeof e.errno === 'number' || typeof e.syscall === 'string')) return NETWORK_ERRNOS.has(e.code);
+  // Connecting to a name with several addresses fails with one error per address.
+  if (err instanceof AggregateError && Array.isArray(e.errors) && e.errors.length > 0) return e.errors.every(isUnavailable);
+  // An error the server sent: a SQLSTATE.
+  if (err instanceof pg.DatabaseError || (typeof e.code === 'string' && SQLSTATE.test(e.code))) return UNAVAILABLE_SQLSTATES.has(String(e.code));
+  // The driver's own failures of the connection (terminated, timed out, not queryable) are plain
+  // Errors without a code; a TypeError or RangeError is a bug, not an outage.
+  return err instanceof Error && Object.getPrototypeOf(err) === Error.prototype && e.code === undefined;
+}
 
 /** Turns an error from the pg driver into a nightshift error (ours pass through unchanged). */
 export function translateDbError(err: unknown): Error {
@@ -61,12 +86,10 @@ export function translateDbError(err: unknown): Error {
   if (e.code === '3F000' || (e.code === '42P01' && /relation ".*" does not exist/.test(e.message ?? ''))) {
     return new DatabaseError(e.message ?? 'schema missing', e.code, err, 'run `nightshift migrate` (or migrate()) first');
   }
-  if (e.code && CONNECTION_CODES.has(e.code)) {
-    return new DatabaseError(`database unavailable: ${e.message ?? e.code}`, e.code, err, 'check that PostgreSQL is running and DATABASE_URL is right');
-  }
-  if (err instanceof Error && /Connection terminated|connection timeout|Client has encountered a connection error/i.test(err.message)) {
-    return new DatabaseError(`database unavailable: ${err.message}`, undefined, err, 'check that PostgreSQL is running and reachable');
-  }
   const message = err instanceof Error ? err.message : String(err);
+  if (isUnavailable(err)) {
+    const hint = e.code ? 'check that PostgreSQL is running and DATABASE_URL is right' : 'check that PostgreSQL is running and reachable';
+    return new DatabaseError(`database unavailable: ${message || e.code}`, e.code, err, hint, true);
+  }
   return new DatabaseError(`database error: ${message}`, e.code, err);
 }

@@ -42,18 +42,18 @@ export function pipelineArtifactStatements(set: StatementSet) {
         SELECT $1, $2, $3, $4, u.name, u.ct, u.sha, u.size, u.store, u.loc, $5, $6, $7
         FROM unnest($8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[]) AS u(name, ct, sha, size, store, loc)`,
     ),
-    list: set.plain(
+    list: set.plain<ArtifactRow>(
       (s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_artifacts WHERE run_id = $1 AND ($2::boolean IS NULL OR current = $2) ORDER BY current DESC, generation, id`,
     ),
     relocate: set.plain(
       (s) => `UPDATE ${s}.pipeline_artifacts a SET location = u.loc FROM unnest($2::bigint[], $3::text[]) AS u(id, loc) WHERE a.run_id = $1 AND a.id = u.id`,
     ),
-    supersede: set.plain(
+    supersede: set.plain<{ id: string }>(
       (s) => `UPDATE ${s}.pipeline_artifacts SET current = false WHERE run_id = $1 AND step = ANY($2::text[]) AND current RETURNING id::text`,
     ),
     verified: set.plain((s) => `UPDATE ${s}.pipeline_artifacts SET verified_at = now() WHERE run_id = $1 AND id = ANY($2::bigint[])`),
-    blobInsert: set.plain((s) => `INSERT INTO ${s}.pipeline_artifact_blobs (run_id, content) VALUES ($1, $2) RETURNING id::text`),
-    blobRead: set.plain((s) => `SELECT content FROM ${s}.pipeline_artifact_blobs WHERE id = $1`),
+    blobInsert: set.plain<{ id: string }>((s) => `INSERT INTO ${s}.pipeline_artifact_blobs (run_id, content) VALUES ($1, $2) RETURNING id::text`),
+    blobRead: set.plain<{ content: Buffer }>((s) => `SELECT content FROM ${s}.pipeline_artifact_blobs WHERE id = $1`),
     // Blobs of the run no record points at: what failed attempts staged.
     blobOrphans: set.plain(
       (s) => `DELETE FROM ${s}.pipeline_artifact_blobs b WHERE b.run_id = $1
@@ -91,7 +91,7 @@ export async function artifactInsert(
 
 /** A run's artifact records (`current`: only the current ones, or only the superseded ones). */
 export function artifactList(db: Executor, st: PipelineArtifactStatements, runId: string, current: boolean | null = true): Promise<ArtifactRow[]> {
-  return run<ArtifactRow>(db, st.list, [runId, current]);
+  return run(db, st.list, [runId, current]);
 }
 
 /** Points records at new locations (published, archived). */
@@ -102,7 +102,7 @@ export async function artifactRelocate(db: Executor, st: PipelineArtifactStateme
 
 /** Marks the current artifacts of `steps` superseded (restart); returns their ids. */
 export async function artifactSupersede(tx: Executor, st: PipelineArtifactStatements, runId: string, steps: readonly string[]): Promise<string[]> {
-  return (await run<{ id: string }>(tx, st.supersede, [runId, steps])).map((r) => r.id);
+  return (await run(tx, st.supersede, [runId, steps])).map((r) => r.id);
 }
 
 /** Records that these artifacts matched their checksums now. */
@@ -112,12 +112,12 @@ export async function artifactVerified(db: Executor, st: PipelineArtifactStateme
 
 /** Stores bytes of the database store; returns the blob id. */
 export async function blobInsert(db: Executor, st: PipelineArtifactStatements, runId: string, content: Uint8Array): Promise<string> {
-  return (await run<{ id: string }>(db, st.blobInsert, [runId, Buffer.from(content.buffer, content.byteOffset, content.byteLength)]))[0]!.id;
+  return (await run(db, st.blobInsert, [runId, Buffer.from(content.buffer, content.byteOffset, content.byteLength)]))[0]!.id;
 }
 
 /** A blob's bytes, or undefined when it is gone. */
 export async function blobRead(db: Executor, st: PipelineArtifactStatements, id: string): Promise<Uint8Array | undefined> {
-  return (await run<{ content: Buffer }>(db, st.blobRead, [id]))[0]?.content;
+  return (await run(db, st.blobRead, [id]))[0]?.content;
 }
 
 /** Deletes the run's blobs no record points at. */

@@ -35,14 +35,14 @@ export interface FollowUpRow {
 export function pipelineMaintenanceStatements(set: StatementSet) {
   return {
     // Exactly once per run across the fleet: only the UPDATE that sets the mark returns the row.
-    deadlines: set.plain(
+    deadlines: set.plain<{ id: string; pipeline: string; deadline_at: Date }>(
       (s) => `UPDATE ${s}.pipeline_runs SET deadline_missed_at = now()
         WHERE state IN ('running', 'held') AND deadline_at < now() AND deadline_missed_at IS NULL
         RETURNING id::text, pipeline, deadline_at`,
     ),
     // Steps that wait on a job that finished without recording them, or is gone. Job states that
     // will still record (available, running) or wait for a person (held) are left alone.
-    stale: set.plain(
+    stale: set.plain<StaleStepRow>(
       (s) => `
 SELECT s.run_id::text, r.pipeline, s.step, s.item, s.job_id::text, j.state::text AS job_state, j.reason AS job_reason
 FROM ${s}.pipeline_steps s
@@ -55,8 +55,8 @@ LIMIT $1`,
     ),
     // Inside the reconciling transaction: the job's state again, locked, so a worker cannot record
     // the step meanwhile (its fence waits on this lock, then sees the job as it is).
-    jobState: set.plain((s) => `SELECT state::text AS state, reason FROM ${s}.jobs WHERE id = $1 FOR UPDATE`),
-    waiting: set.plain(
+    jobState: set.plain<{ state: string; reason: string | null }>((s) => `SELECT state::text AS state, reason FROM ${s}.jobs WHERE id = $1 FOR UPDATE`),
+    waiting: set.plain<WaitingStepRow>(
       (s) => `
 SELECT s.run_id::text, r.pipeline, s.step, s.item, s.job_id::text, j.kind
 FROM ${s}.pipeline_steps s
@@ -66,7 +66,7 @@ WHERE s.state = 'ready'
 LIMIT $2`,
     ),
     // Which of these kinds some live process hosts (from the process registry).
-    hostedKinds: set.plain(
+    hostedKinds: set.plain<{ kind: string }>(
       (s) => `SELECT DISTINCT k AS kind FROM ${s}.processes p, jsonb_array_elements_text(coalesce(p.info->'kinds', '[]'::jsonb)) AS k
         WHERE p.last_seen_at > now() - $2::float8 * interval '1 millisecond' AND k = ANY($1::text[])`,
     ),
@@ -74,11 +74,11 @@ LIMIT $2`,
     cancelJob: set.plain(
       (s) => `UPDATE ${s}.jobs SET state = 'cancelled', finished_at = now(), reason = $2 WHERE id = $1 AND state = 'available' RETURNING id::text`,
     ),
-    unpublished: set.plain(
+    unpublished: set.plain<{ id: string }>(
       (s) => `SELECT id::text FROM ${s}.pipeline_runs WHERE finished_at IS NOT NULL AND artifacts_published_at IS NULL
         AND finished_at < now() - $1::float8 * interval '1 millisecond' ORDER BY finished_at LIMIT $2`,
     ),
-    prunable: set.plain(
+    prunable: set.plain<{ id: string }>(
       (s) => `SELECT id::text FROM ${s}.pipeline_runs WHERE pipeline = $1 AND finished_at < now() - $2::float8 * interval '1 millisecond'
         AND state IN ('succeeded', 'failed', 'cancelled') ORDER BY finished_at LIMIT $3`,
     ),
@@ -88,7 +88,7 @@ LIMIT $2`,
     followUpSet: set.plain(
       (s) => `UPDATE ${s}.pipeline_followups SET job_id = $4, error = $5 WHERE run_id = $1 AND generation = $2 AND name = $3`,
     ),
-    followUps: set.plain(
+    followUps: set.plain<FollowUpRow>(
       (s) => `SELECT generation, name, job_id::text AS job_id, error, created_at FROM ${s}.pipeline_followups WHERE run_id = $1 ORDER BY generation, created_at, name`,
     ),
   };
@@ -102,23 +102,23 @@ export function runDeadlinesMissed(db: Executor, st: PipelineMaintenanceStatemen
 
 /** Steps whose job finished without recording them, or is gone. */
 export function stepsStale(db: Executor, st: PipelineMaintenanceStatements, limit: number): Promise<StaleStepRow[]> {
-  return run<StaleStepRow>(db, st.stale, [limit]);
+  return run(db, st.stale, [limit]);
 }
 
 /** A job's state and reason, locked for the transaction; undefined when it is gone. */
 export async function jobStateLocked(tx: Executor, st: PipelineMaintenanceStatements, jobId: string): Promise<{ state: string; reason: string | null } | undefined> {
-  return (await run<{ state: string; reason: string | null }>(tx, st.jobState, [jobId]))[0];
+  return (await run(tx, st.jobState, [jobId]))[0];
 }
 
 /** Ready steps of running runs whose job has waited unclaimed for `graceMs`. */
 export function stepsWaiting(db: Executor, st: PipelineMaintenanceStatements, graceMs: number, limit: number): Promise<WaitingStepRow[]> {
-  return run<WaitingStepRow>(db, st.waiting, [graceMs, limit]);
+  return run(db, st.waiting, [graceMs, limit]);
 }
 
 /** The subset of `kinds` that a process seen within `liveMs` hosts. */
 export async function kindsHosted(db: Executor, st: PipelineMaintenanceStatements, kinds: readonly string[], liveMs: number): Promise<Set<string>> {
   if (kinds.length === 0) return new Set();
-  return new Set((await run<{ kind: string }>(db, st.hostedKinds, [kinds, liveMs])).map((r) => r.kind));
+  return new Set((await run(db, st.hostedKinds, [kinds, liveMs])).map((r) => r.kind));
 }
 
 /** Cancels a step's job if no worker has claimed it; true when it did. */
@@ -128,12 +128,12 @@ export async function jobCancelUnclaimed(tx: Executor, st: PipelineMaintenanceSt
 
 /** Finished runs whose artifacts were not published within `graceMs` of their end. */
 export async function runsUnpublished(db: Executor, st: PipelineMaintenanceStatements, graceMs: number, limit: number): Promise<string[]> {
-  return (await run<{ id: string }>(db, st.unpublished, [graceMs, limit])).map((r) => r.id);
+  return (await run(db, st.unpublished, [graceMs, limit])).map((r) => r.id);
 }
 
 /** Finished runs of `pipeline` older than its retention. */
 export async function runsPrunable(db: Executor, st: PipelineMaintenanceStatements, pipeline: string, retentionMs: number, limit: number): Promise<string[]> {
-  return (await run<{ id: string }>(db, st.prunable, [pipeline, retentionMs, limit])).map((r) => r.id);
+  return (await run(db, st.prunable, [pipeline, retentionMs, limit])).map((r) => r.id);
 }
 
 /** Takes a follow-up's row for (run, generation, name); false when it was taken before (enqueued already). */
@@ -148,7 +148,7 @@ export async function followUpSet(tx: Executor, st: PipelineMaintenanceStatement
 
 /** A run's follow-ups. */
 export function followUpList(db: Executor, st: PipelineMaintenanceStatements, runId: string): Promise<FollowUpRow[]> {
-  return run<FollowUpRow>(db, st.followUps, [runId]);
+  return run(db, st.followUps, [runId]);
 }
 
 const SAVEPOINT = /^[a-z_]{1,40}$/;
@@ -156,17 +156,17 @@ const SAVEPOINT = /^[a-z_]{1,40}$/;
 /** Sets a savepoint in the caller's transaction (its name: a fixed word of the caller's). */
 export async function savepoint(tx: Executor, name: string): Promise<void> {
   if (!SAVEPOINT.test(name)) throw new Error(`not a savepoint name: ${name}`);
-  await run(tx, { text: `SAVEPOINT ${name}` });
+  await run(tx, { text: `SAVEPOINT ${name}` }, []);
 }
 
 /** Releases a savepoint. */
 export async function savepointRelease(tx: Executor, name: string): Promise<void> {
   if (!SAVEPOINT.test(name)) throw new Error(`not a savepoint name: ${name}`);
-  await run(tx, { text: `RELEASE SAVEPOINT ${name}` });
+  await run(tx, { text: `RELEASE SAVEPOINT ${name}` }, []);
 }
 
 /** Rolls back to a savepoint: the transaction goes on without what followed it. */
 export async function savepointRollback(tx: Executor, name: string): Promise<void> {
   if (!SAVEPOINT.test(name)) throw new Error(`not a savepoint name: ${name}`);
-  await run(tx, { text: `ROLLBACK TO SAVEPOINT ${name}` });
+  await run(tx, { text: `ROLLBACK TO SAVEPOINT ${name}` }, []);
 }

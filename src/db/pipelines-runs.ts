@@ -59,7 +59,7 @@ export function pipelineRunStatements(set: StatementSet) {
   // returns the row that holds the key, whoever committed it. xmax = 0 only on a row this
   // statement inserted.
   const insert = (conflict: string) =>
-    set.plain(
+    set.plain<RunRow & { created: boolean }>(
       (s) => `
 INSERT INTO ${s}.pipeline_runs AS r (pipeline, key, dry_run, input, graph, trace_context, started_by, deadline_at)
 VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, now() + $8::float8 * interval '1 millisecond')
@@ -71,16 +71,16 @@ RETURNING ${COLUMNS}, (r.xmax = 0) AS created`,
     startDry: insert(`(pipeline, key) WHERE dry_run AND state IN ('running', 'held')`),
     // Every transition of a run or its steps takes this lock first (then job rows): transitions of
     // one run are serialised, and readiness can be decided from the steps' states.
-    lock: set.plain((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1 FOR UPDATE`),
-    get: set.plain((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1`),
+    lock: set.plain<RunRow>((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1 FOR UPDATE`),
+    get: set.plain<RunRow>((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1`),
     // A reader that must not see a publication half-done (verify) waits for its lock.
-    share: set.plain((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1 FOR SHARE`),
+    share: set.plain<RunRow>((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1 FOR SHARE`),
     // The live run of a key, else (or with $3) its newest dry run.
-    find: set.plain(
+    find: set.plain<RunRow>(
       (s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.pipeline = $1 AND r.key = $2 AND ($3::boolean IS NULL OR r.dry_run = $3)
         ORDER BY r.dry_run, r.id DESC LIMIT 1`,
     ),
-    list: set.plain(
+    list: set.plain<RunListRow>(
       (s) => `
 SELECT r.id::text, r.pipeline, r.key, r.dry_run, r.state, r.generation, r.reason, r.error, r.warnings, r.started_by,
   r.deadline_at, r.deadline_missed_at, r.created_at, r.updated_at, r.finished_at, r.artifacts_published_at,
@@ -119,7 +119,7 @@ export type PipelineRunStatements = ReturnType<typeof pipelineRunStatements>;
 
 /** Starts a run, or returns the one that holds the key (`created` false). */
 export async function pipelineRunStart(db: Executor, st: PipelineRunStatements, r: RunInsert): Promise<RunRow & { created: boolean }> {
-  const [row] = await run<RunRow & { created: boolean }>(db, r.dryRun ? st.startDry : st.startLive, [
+  const [row] = await run(db, r.dryRun ? st.startDry : st.startLive, [
     r.pipeline,
     r.key,
     r.dryRun,
@@ -134,22 +134,22 @@ export async function pipelineRunStart(db: Executor, st: PipelineRunStatements, 
 
 /** Locks a run for a transition (inside a transaction); undefined when it is gone. */
 export async function pipelineRunLock(tx: Executor, st: PipelineRunStatements, id: string): Promise<RunRow | undefined> {
-  return (await run<RunRow>(tx, st.lock, [id]))[0];
+  return (await run(tx, st.lock, [id]))[0];
 }
 
 /** A run by id, share-locked for the transaction (a publication in progress is waited for). */
 export async function pipelineRunShare(tx: Executor, st: PipelineRunStatements, id: string): Promise<RunRow | undefined> {
-  return (await run<RunRow>(tx, st.share, [id]))[0];
+  return (await run(tx, st.share, [id]))[0];
 }
 
 /** A run by id. */
 export async function pipelineRunGet(db: Executor, st: PipelineRunStatements, id: string): Promise<RunRow | undefined> {
-  return (await run<RunRow>(db, st.get, [id]))[0];
+  return (await run(db, st.get, [id]))[0];
 }
 
 /** The live run of a key, else its newest dry run (`dryRun` narrows it to one of them). */
 export async function pipelineRunFind(db: Executor, st: PipelineRunStatements, pipeline: string, key: string, dryRun: boolean | null): Promise<RunRow | undefined> {
-  return (await run<RunRow>(db, st.find, [pipeline, key, dryRun]))[0];
+  return (await run(db, st.find, [pipeline, key, dryRun]))[0];
 }
 
 /** Filters of a run listing. */
@@ -165,7 +165,7 @@ export interface RunFilter {
 
 /** Runs, newest first. */
 export function pipelineRunList(db: Executor, st: PipelineRunStatements, f: RunFilter, limit: number): Promise<RunListRow[]> {
-  return run<RunListRow>(db, st.list, [f.pipeline, f.states, f.key, f.dryRun, f.beforeId, limit, f.id ?? null]);
+  return run(db, st.list, [f.pipeline, f.states, f.key, f.dryRun, f.beforeId, limit, f.id ?? null]);
 }
 
 /** Ends a running (or held) run; false when it had ended already. */

@@ -65,11 +65,11 @@ export function pipelineStepStatements(set: StatementSet) {
         SELECT $1, $2, u.item, u.idx, u.value::jsonb FROM unnest($3::text[], $4::int[], $5::text[]) AS u(item, idx, value)`,
     ),
     // Small whatever the fan-out: one row per step, plus one per step and item state.
-    summary: set.plain(
+    summary: set.plain<StepSummaryRow>(
       (s) => `SELECT step, item = '' AS main, state, count(*)::int AS n, max(items) AS items FROM ${s}.pipeline_steps
         WHERE run_id = $1 GROUP BY step, item = '', state`,
     ),
-    blockedItems: set.plain(
+    blockedItems: set.plain<{ item: string; item_index: number }>(
       (s) => `SELECT item, item_index FROM ${s}.pipeline_steps WHERE run_id = $1 AND step = $2 AND item <> '' AND state = 'blocked' ORDER BY item_index`,
     ),
     setReady: set.plain(
@@ -86,7 +86,7 @@ export function pipelineStepStatements(set: StatementSet) {
     mainRunning: set.plain(
       (s) => `UPDATE ${s}.pipeline_steps SET state = 'running', error = NULL, finished_at = NULL WHERE run_id = $1 AND step = $2 AND item = '' AND state = 'blocked'`,
     ),
-    begin: set.plain(
+    begin: set.plain<StepBeginRow>(
       (s) => `SELECT r.state AS run_state, r.key, r.input, r.generation, r.dry_run, r.graph, r.trace_context,
           s.state, s.job_id::text AS job_id, s.item_value, s.items, s.error
         FROM ${s}.pipeline_steps s JOIN ${s}.pipeline_runs r ON r.id = s.run_id
@@ -114,7 +114,7 @@ export function pipelineStepStatements(set: StatementSet) {
         WHERE run_id = $1 AND step = $2 AND item = $3 AND job_id = $4 AND state IN ('ready', 'running') RETURNING step`,
     ),
     // Whether a fan-out still has an item to end (the primary key's order finds one at once when so).
-    openItems: set.plain(
+    openItems: set.plain<{ open: boolean }>(
       (s) => `SELECT EXISTS (SELECT 1 FROM ${s}.pipeline_steps WHERE run_id = $1 AND step = $2 AND item <> '' AND state IN ('blocked', 'ready', 'running')) AS open`,
     ),
     // A ready step whose job was cancelled unclaimed (held: nobody can run it) waits again.
@@ -122,15 +122,15 @@ export function pipelineStepStatements(set: StatementSet) {
       (s) => `UPDATE ${s}.pipeline_steps SET state = 'blocked', job_id = NULL WHERE run_id = $1 AND step = $2 AND item = $3 AND job_id = $4 AND state = 'ready'`,
     ),
     // Outputs (and outcomes) of the steps a step needs, items in order.
-    needs: set.plain(
+    needs: set.plain<{ step: string; item: string; state: StepState; output: unknown; error: Record<string, unknown> | null }>(
       (s) => `SELECT step, item, state, output, error FROM ${s}.pipeline_steps WHERE run_id = $1 AND step = ANY($2::text[]) ORDER BY step, item_index`,
     ),
-    outputs: set.plain(
+    outputs: set.plain<{ step: string; output: unknown }>(
       (s) => `SELECT step, output FROM ${s}.pipeline_steps WHERE run_id = $1 AND item = '' AND state = 'succeeded'`,
     ),
     // A fatal failure: jobs of ready steps no worker has claimed are cancelled (they never start),
     // and steps not started end as cancelled. Ready steps whose job a worker claimed drain.
-    cancelUnstarted: set.plain(
+    cancelUnstarted: set.plain<{ step: string; item: string }>(
       (s) => `
 WITH j AS (
   UPDATE ${s}.jobs SET state = 'cancelled', finished_at = now(), reason = $2
@@ -142,7 +142,7 @@ WHERE run_id = $1 AND (state = 'blocked' OR (state = 'ready' AND job_id IN (SELE
 RETURNING step, item`,
     ),
     // Cancel: the jobs of ready and running steps (cancelled through the job core by the caller).
-    openJobs: set.plain(
+    openJobs: set.plain<{ job_id: string }>(
       (s) => `SELECT job_id::text AS job_id FROM ${s}.pipeline_steps WHERE run_id = $1 AND state IN ('ready', 'running') AND job_id IS NOT NULL`,
     ),
     cancelOpen: set.plain(
@@ -165,21 +165,21 @@ RETURNING step, item`,
           error = NULL, started_at = NULL, finished_at = NULL
         WHERE run_id = $1 AND step = ANY($2::text[])`,
     ),
-    failedOptional: set.plain(
+    failedOptional: set.plain<{ n: number }>(
       // A fan-out counts its failed items, not its own row as well.
       (s) => `SELECT count(*)::int AS n FROM ${s}.pipeline_steps WHERE run_id = $1 AND state = 'failed' AND step = ANY($2::text[])
         AND NOT (item = '' AND items IS NOT NULL)`,
     ),
     // A run's rows for `show`, with their jobs' state.
-    list: set.plain(
+    list: set.plain<StepRow>(
       (s) => `SELECT ${ROW}, j.state::text AS job_state, j.attempt AS job_attempt FROM ${s}.pipeline_steps s LEFT JOIN ${s}.jobs j ON j.id = s.job_id
         WHERE s.run_id = $1 ORDER BY s.item <> '', s.step, s.item_index LIMIT $2`,
     ),
-    history: set.plain(
+    history: set.plain<StepHistoryRow>(
       (s) => `SELECT generation, step, item, item_index, state, job_id::text AS job_id, attempts, output_bytes, error, started_at, finished_at
         FROM ${s}.pipeline_step_history WHERE run_id = $1 ORDER BY generation, item <> '', step, item_index LIMIT $2`,
     ),
-    logs: set.plain(
+    logs: set.plain<StepLogRow>(
       (s) => `SELECT s.step, s.item, l.attempt, l.seq, l.at, l.level, l.msg, l.fields
         FROM ${s}.pipeline_steps s JOIN ${s}.job_logs l ON l.job_id = s.job_id
         WHERE s.run_id = $1 ORDER BY l.at, l.job_id, l.attempt, l.seq LIMIT $2`,
@@ -201,7 +201,7 @@ export async function stepInsertItems(tx: Executor, st: PipelineStepStatements, 
 
 /** The run's steps by state (a map's items counted per state). */
 export function stepSummary(tx: Executor, st: PipelineStepStatements, runId: string): Promise<StepSummaryRow[]> {
-  return run<StepSummaryRow>(tx, st.summary, [runId]);
+  return run(tx, st.summary, [runId]);
 }
 
 /** A map step's blocked items, in order. */
@@ -227,7 +227,7 @@ export async function stepMainRunning(tx: Executor, st: PipelineStepStatements, 
 
 /** What an attempt needs to know when it begins; undefined when the run or step is gone. */
 export async function stepBegin(db: Executor, st: PipelineStepStatements, runId: string, step: string, item: string): Promise<StepBeginRow | undefined> {
-  return (await run<StepBeginRow>(db, st.begin, [runId, step, item]))[0];
+  return (await run(db, st.begin, [runId, step, item]))[0];
 }
 
 /** Records that an attempt of the step's current job started. */
@@ -260,7 +260,7 @@ export async function stepFail(tx: Executor, st: PipelineStepStatements, ref: St
 
 /** Whether a fan-out step has items that have not ended. */
 export async function stepHasOpenItems(tx: Executor, st: PipelineStepStatements, runId: string, step: string): Promise<boolean> {
-  return (await run<{ open: boolean }>(tx, st.openItems, [runId, step]))[0]?.open === true;
+  return (await run(tx, st.openItems, [runId, step]))[0]?.open === true;
 }
 
 /** Puts a ready row whose job was cancelled unclaimed back to blocked. */
@@ -275,7 +275,7 @@ export function stepNeeds(db: Executor, st: PipelineStepStatements, runId: strin
 
 /** The outputs of a run's succeeded plain steps, by step. */
 export async function stepOutputs(db: Executor, st: PipelineStepStatements, runId: string): Promise<Record<string, unknown>> {
-  const rows = await run<{ step: string; output: unknown }>(db, st.outputs, [runId]);
+  const rows = await run(db, st.outputs, [runId]);
   return Object.fromEntries(rows.map((r) => [r.step, r.output]));
 }
 
@@ -286,7 +286,7 @@ export function stepCancelUnstarted(tx: Executor, st: PipelineStepStatements, ru
 
 /** Jobs of a run's ready and running steps. */
 export async function stepOpenJobs(tx: Executor, st: PipelineStepStatements, runId: string): Promise<string[]> {
-  return (await run<{ job_id: string }>(tx, st.openJobs, [runId])).map((r) => r.job_id);
+  return (await run(tx, st.openJobs, [runId])).map((r) => r.job_id);
 }
 
 /** Ends every unfinished row of a run as cancelled. */
@@ -309,12 +309,12 @@ export async function stepRestart(tx: Executor, st: PipelineStepStatements, runI
 /** How many rows of these (optional) steps failed. */
 export async function stepFailedCount(tx: Executor, st: PipelineStepStatements, runId: string, steps: readonly string[]): Promise<number> {
   if (steps.length === 0) return 0;
-  return (await run<{ n: number }>(tx, st.failedOptional, [runId, steps]))[0]?.n ?? 0;
+  return (await run(tx, st.failedOptional, [runId, steps]))[0]?.n ?? 0;
 }
 
 /** A run's rows with their jobs' states, steps first, then items. */
 export function stepList(db: Executor, st: PipelineStepStatements, runId: string, limit: number): Promise<StepRow[]> {
-  return run<StepRow>(db, st.list, [runId, limit]);
+  return run(db, st.list, [runId, limit]);
 }
 
 /** A row of an earlier generation. */
@@ -324,7 +324,7 @@ export interface StepHistoryRow extends Omit<StepRow, 'item_value' | 'items' | '
 
 /** A run's earlier generations. */
 export function stepHistory(db: Executor, st: PipelineStepStatements, runId: string, limit: number): Promise<StepHistoryRow[]> {
-  return run<StepHistoryRow>(db, st.history, [runId, limit]);
+  return run(db, st.history, [runId, limit]);
 }
 
 /** A line a step's handler logged, with its step. */
@@ -341,5 +341,5 @@ export interface StepLogRow {
 
 /** What the steps of a run logged (their current jobs), in time order. */
 export function stepLogs(db: Executor, st: PipelineStepStatements, runId: string, limit: number): Promise<StepLogRow[]> {
-  return run<StepLogRow>(db, st.logs, [runId, limit]);
+  return run(db, st.logs, [runId, limit]);
 }

@@ -18,6 +18,8 @@ export interface PoolHandle {
   transaction<T>(fn: (client: Executor) => Promise<T>): Promise<T>;
   /** Connections: total, idle, waiting. */
   stats(): { total: number; idle: number; waiting: number; max: number };
+  /** How the pool connects (its options), for a dedicated connection to the same place (the listener). */
+  clientConfig(): pg.ClientConfig;
 }
 
 export interface PoolOptions {
@@ -60,6 +62,14 @@ export function createPool(options: PoolOptions): PoolHandle {
         throw translateDbError(err);
       });
       let broken = false;
+      // pg-pool takes its own 'error' listener off a client it hands out: while checked out, a
+      // connection the server ends (a fenced transaction past idle_in_transaction_session_timeout,
+      // a terminated backend) would otherwise be an unhandled 'error' event that ends the process.
+      // The statement in flight fails with the error anyway; here it only marks the client broken.
+      const onError = () => {
+        broken = true;
+      };
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         const result = await fn(client);
@@ -73,11 +83,16 @@ export function createPool(options: PoolOptions): PoolHandle {
         }
         throw err;
       } finally {
+        client.off('error', onError);
         client.release(broken);
       }
     },
     stats() {
       return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.max };
+    },
+    clientConfig() {
+      // pg keeps a pool's options on it (not in its types).
+      return ((pool as unknown as { options?: pg.ClientConfig }).options ?? {}) as pg.ClientConfig;
     },
   };
 }

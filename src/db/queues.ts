@@ -5,7 +5,7 @@ import type { StatementSet } from './statements.js';
 export function queueStatements(set: StatementSet) {
   return {
     // Pause or resume, with its audit row and a control notification in the same statement.
-    setPaused: set.plain(
+    setPaused: set.plain<{ name: string; paused: boolean; notified: boolean }, [name: string, paused: boolean, actor: string, reason: string | null, channel: string]>(
       (s) => `
 WITH q AS (
   INSERT INTO ${s}.queues (name, paused, updated_at, updated_by) VALUES ($1, $2, now(), $3)
@@ -16,7 +16,7 @@ WITH q AS (
 )
 SELECT name, paused, pg_notify($5, CASE WHEN $2 THEN 'pause:' ELSE 'resume:' END || $1) IS NULL AS notified FROM q`,
     ),
-    list: set.plain(
+    list: set.plain<QueueRow, []>(
       (s) => `
 SELECT coalesce(c.queue, q.name) AS name, coalesce(q.paused, false) AS paused,
        coalesce(c.available, 0)::int AS available, coalesce(c.running, 0)::int AS running,
@@ -34,7 +34,10 @@ FROM (
 ) c FULL JOIN ${s}.queues q ON q.name = c.queue
 ORDER BY 1`,
     ),
-    registerKinds: set.plain(
+    registerKinds: set.plain<
+      never,
+      [kinds: string[], queues: string[], priorities: number[], maxAttempts: number[], atMostOnce: boolean[], dedupeScopes: string[], dedupeWithinMs: (number | null)[]]
+    >(
       (s) => `
 INSERT INTO ${s}.kinds (kind, queue, priority, max_attempts, at_most_once, dedupe_scope, dedupe_within_ms, updated_at)
 SELECT * , now() FROM unnest($1::text[], $2::text[], $3::smallint[], $4::int[], $5::bool[], $6::text[], $7::bigint[])
@@ -44,11 +47,11 @@ ON CONFLICT (kind) DO UPDATE SET queue = EXCLUDED.queue, priority = EXCLUDED.pri
 WHERE (${s}.kinds.queue, ${s}.kinds.priority, ${s}.kinds.max_attempts, ${s}.kinds.at_most_once, ${s}.kinds.dedupe_scope, ${s}.kinds.dedupe_within_ms)
   IS DISTINCT FROM (EXCLUDED.queue, EXCLUDED.priority, EXCLUDED.max_attempts, EXCLUDED.at_most_once, EXCLUDED.dedupe_scope, EXCLUDED.dedupe_within_ms)`,
     ),
-    setPayloadLimit: set.plain(
+    setPayloadLimit: set.plain<never, [bytes: number]>(
       (s) => `INSERT INTO ${s}.settings (key, value) VALUES ('max_payload_bytes', to_jsonb($1::int))
         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value WHERE ${s}.settings.value IS DISTINCT FROM EXCLUDED.value`,
     ),
-    auditList: set.plain(
+    auditList: set.plain<AuditRecord, [target: string | null, beforeId: string | null, limit: number]>(
       (s) => `SELECT id::text, at, actor, action, target, reason, details FROM ${s}.audit_log
         WHERE ($1::text IS NULL OR target = $1) AND ($2::bigint IS NULL OR id < $2) ORDER BY id DESC LIMIT $3`,
     ),
@@ -56,8 +59,8 @@ WHERE (${s}.kinds.queue, ${s}.kinds.priority, ${s}.kinds.max_attempts, ${s}.kind
 }
 export type QueueStatements = ReturnType<typeof queueStatements>;
 
-/** A queue with its counts. */
-export interface QueueRow {
+/** A queue as stored: its row of `list`. */
+interface QueueRow {
   name: string;
   paused: boolean;
   available: number;
@@ -68,22 +71,22 @@ export interface QueueRow {
   oldest_available: Date | null;
 }
 
-/** Pauses or resumes a queue for every process, audited. */
-export async function queueSetPaused(
-  db: Executor,
-  st: QueueStatements,
-  name: string,
-  paused: boolean,
-  actor: string,
-  reason: string | null,
-  channel: string,
-): Promise<void> {
-  await run(db, st.setPaused, [name, paused, actor, reason, channel]);
-}
-
-/** Every queue that has jobs or a pause record. */
-export function queueList(db: Executor, st: QueueStatements): Promise<QueueRow[]> {
-  return run<QueueRow>(db, st.list);
+/** A queue with its counts, as `listQueues()` and `nightshift queues list` show it. */
+export interface QueueRecord {
+  name: string;
+  /** Paused for every process (`pauseQueue`): no job of it is claimed until it is resumed. */
+  paused: boolean;
+  /** Jobs due now and waiting for a worker. */
+  available: number;
+  /** Jobs waiting for a later time (`runAt`, `delayMs`, a retry's back-off). */
+  scheduled: number;
+  running: number;
+  /** Held or abandoned jobs, waiting for an operator. */
+  held: number;
+  /** Discarded jobs (kept for their retention). */
+  failed: number;
+  /** When the job waiting longest became due, or null when none is due. */
+  oldestAvailable: Date | null;
 }
 
 /** A kind's defaults, as SQL callers of enqueue() use them. */
@@ -98,27 +101,8 @@ export interface KindRow {
   dedupeWithinMs: number | null;
 }
 
-/** Registers kinds and their defaults for SQL callers. */
-export async function kindRegister(db: Executor, st: QueueStatements, kinds: readonly KindRow[]): Promise<void> {
-  if (kinds.length === 0) return;
-  await run(db, st.registerKinds, [
-    kinds.map((k) => k.kind),
-    kinds.map((k) => k.queue),
-    kinds.map((k) => k.priority),
-    kinds.map((k) => k.maxAttempts),
-    kinds.map((k) => k.atMostOnce),
-    kinds.map((k) => k.dedupeScope),
-    kinds.map((k) => k.dedupeWithinMs),
-  ]);
-}
-
-/** Stores the payload size limit the SQL enqueue function enforces. */
-export async function settingPayloadLimit(db: Executor, st: QueueStatements, bytes: number): Promise<void> {
-  await run(db, st.setPayloadLimit, [bytes]);
-}
-
-/** One audit entry. */
-export interface AuditRow {
+/** One audit entry: who did what to which target, why and when. */
+export interface AuditRecord {
   id: string;
   at: Date;
   actor: string;
@@ -128,13 +112,59 @@ export interface AuditRow {
   details: unknown;
 }
 
-/** Audit entries, newest first, optionally for one target (`job:42`, `queue:mail`). */
-export function auditList(
-  db: Executor,
-  st: QueueStatements,
-  target: string | null,
-  beforeId: string | null,
-  limit: number,
-): Promise<AuditRow[]> {
-  return run<AuditRow>(db, st.auditList, [target, beforeId, limit]);
+/** The queue, kind, settings and audit statements bound to the schema's pool. */
+export class QueueQueries {
+  private readonly st: QueueStatements;
+
+  constructor(
+    private readonly db: Executor,
+    set: StatementSet,
+    private readonly controlChannel: string,
+  ) {
+    this.st = queueStatements(set);
+  }
+
+  /** Pauses or resumes a queue for every process, audited. */
+  async setPaused(p: { name: string; paused: boolean; actor: string; reason: string | null }): Promise<void> {
+    await run(this.db, this.st.setPaused, [p.name, p.paused, p.actor, p.reason, this.controlChannel]);
+  }
+
+  /** Every queue that has jobs or a pause record. */
+  async list(): Promise<QueueRecord[]> {
+    const rows = await run(this.db, this.st.list, []);
+    return rows.map((r) => ({
+      name: r.name,
+      paused: r.paused,
+      available: r.available,
+      scheduled: r.scheduled,
+      running: r.running,
+      held: r.held,
+      failed: r.failed,
+      oldestAvailable: r.oldest_available,
+    }));
+  }
+
+  /** Registers kinds and their defaults for SQL callers. */
+  async registerKinds(kinds: readonly KindRow[]): Promise<void> {
+    if (kinds.length === 0) return;
+    await run(this.db, this.st.registerKinds, [
+      kinds.map((k) => k.kind),
+      kinds.map((k) => k.queue),
+      kinds.map((k) => k.priority),
+      kinds.map((k) => k.maxAttempts),
+      kinds.map((k) => k.atMostOnce),
+      kinds.map((k) => k.dedupeScope),
+      kinds.map((k) => k.dedupeWithinMs),
+    ]);
+  }
+
+  /** Stores the payload size limit the SQL enqueue function enforces. */
+  async setPayloadLimit(bytes: number): Promise<void> {
+    await run(this.db, this.st.setPayloadLimit, [bytes]);
+  }
+
+  /** Audit entries, newest first, optionally for one target (`job:42`, `queue:mail`). */
+  auditList(p: { target: string | null; beforeId: string | null; limit: number }): Promise<AuditRecord[]> {
+    return run(this.db, this.st.auditList, [p.target, p.beforeId, p.limit]);
+  }
 }

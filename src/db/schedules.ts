@@ -70,7 +70,7 @@ export function scheduleStatements(set: StatementSet) {
     // A changed timing counts from the moment of the change: ticks of the old timing that were
     // not decided yet are not replayed under the new one. "The moment" is the database clock; $4
     // replaces it only for a test clock (nightshift/testing's tick), null everywhere else.
-    register: set.plain(
+    register: set.plain<never, [names: string[], specs: string[], kinds: string[], at: Date | null]>(
       (s) => `
 INSERT INTO ${s}.schedules AS c (name, spec, job_kind, last_tick_at)
 SELECT u.name, u.spec, u.kind, coalesce($4::timestamptz, now()) FROM unnest($1::text[], $2::text[], $3::text[]) AS u(name, spec, kind)
@@ -80,54 +80,54 @@ WHERE (c.spec, c.job_kind) IS DISTINCT FROM (EXCLUDED.spec, EXCLUDED.job_kind)`,
     ),
     // Operator actions create a missing row but never change the timing in force: a CLI with an
     // older config must not take a schedule over from the fleet.
-    ensure: set.plain(
+    ensure: set.plain<never, [name: string, spec: string, kind: string]>(
       (s) => `INSERT INTO ${s}.schedules (name, spec, job_kind) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`,
     ),
     // The ticker's poll: one cheap read of every schedule it runs, with the database clock.
-    overview: set.named(
+    overview: set.named<ScheduleStateRow, [names: readonly string[]]>(
       'schedule_overview',
       (s) => `SELECT ${STATE_COLUMNS(s)} FROM ${s}.schedules s LEFT JOIN ${s}.jobs j ON j.id = s.last_job_id
         WHERE s.name = ANY($1::text[])`,
     ),
     // SKIP LOCKED: while one replica decides a schedule's ticks, the others pass it by instead of
     // queueing up behind it; when they next look, last_tick_at has moved on.
-    lock: set.named(
+    lock: set.named<ScheduleStateRow, [name: string]>(
       'schedule_lock',
       (s) => `SELECT ${STATE_COLUMNS(s)} FROM ${s}.schedules s LEFT JOIN ${s}.jobs j ON j.id = s.last_job_id
         WHERE s.name = $1 FOR UPDATE OF s SKIP LOCKED`,
     ),
-    tickInsert: set.named(
+    tickInsert: set.named<{ tick_at: Date }, [schedule: string, at: Date, outcome: TickOutcome, missed: number, error: string | null]>(
       'schedule_tick_insert',
       (s) => `INSERT INTO ${s}.schedule_ticks (schedule, tick_at, outcome, missed, error) VALUES ($1, $2, $3, $4, $5)
         ON CONFLICT (schedule, tick_at) DO NOTHING RETURNING tick_at`,
     ),
-    tickUpdate: set.named(
+    tickUpdate: set.named<never, [schedule: string, at: Date, outcome: TickOutcome, jobId: string | null, error: string | null]>(
       'schedule_tick_update',
       (s) => `UPDATE ${s}.schedule_ticks SET outcome = $3, job_id = $4, error = $5 WHERE schedule = $1 AND tick_at = $2`,
     ),
-    oldestQueued: set.named(
+    oldestQueued: set.named<{ tick_at: Date }, [name: string]>(
       'schedule_tick_oldest_queued',
       (s) => `SELECT tick_at FROM ${s}.schedule_ticks WHERE schedule = $1 AND outcome = 'queued' ORDER BY tick_at LIMIT 1`,
     ),
-    advance: set.named(
+    advance: set.named<never, [name: string, lastTickAt: Date | null, lastJobId: string | null]>(
       'schedule_advance',
       (s) => `UPDATE ${s}.schedules SET last_tick_at = greatest(last_tick_at, $2), last_job_id = coalesce($3, last_job_id)
         WHERE name = $1`,
     ),
     // A manual tick is stamped with the database clock to the millisecond (what a JS Date holds),
     // never on a whole second, so it cannot take the key of a scheduled tick (always whole seconds).
-    manualInsert: set.plain(
+    manualInsert: set.plain<{ tick_at: Date }, [name: string]>(
       (s) => `
 WITH c AS (SELECT date_trunc('milliseconds', clock_timestamp()) AS t)
 INSERT INTO ${s}.schedule_ticks (schedule, tick_at, outcome)
 SELECT $1, CASE WHEN date_trunc('second', c.t) = c.t THEN c.t + interval '1 millisecond' ELSE c.t END, 'manual' FROM c
 ON CONFLICT (schedule, tick_at) DO NOTHING RETURNING tick_at`,
     ),
-    now: set.plain(() => `SELECT clock_timestamp() AS now`),
-    audit: set.plain(
+    now: set.plain<{ now: Date }, []>(() => `SELECT clock_timestamp() AS now`),
+    audit: set.plain<never, [actor: string, action: string, name: string, reason: string | null, details: string]>(
       (s) => `INSERT INTO ${s}.audit_log (actor, action, target, reason, details) VALUES ($1, $2, 'schedule:' || $3, $4, $5)`,
     ),
-    setPaused: set.plain(
+    setPaused: set.plain<{ n: number }, [name: string, paused: boolean, actor: string, reason: string | null]>(
       (s) => `
 WITH u AS (
   UPDATE ${s}.schedules SET paused = $2, updated_at = now(),
@@ -140,7 +140,7 @@ WITH u AS (
 )
 SELECT count(*)::int AS n FROM u`,
     ),
-    list: set.plain(
+    list: set.plain<ScheduleListRow, [names: readonly string[] | null]>(
       (s) => `
 SELECT s.name, s.spec, s.job_kind, s.created_at, s.last_tick_at, s.paused,
   (SELECT count(*)::int FROM ${s}.schedule_ticks q WHERE q.schedule = s.name AND q.outcome = 'queued') AS queued,
@@ -152,7 +152,7 @@ LEFT JOIN ${s}.jobs j ON j.id = t.job_id
 WHERE $1::text[] IS NULL OR s.name = ANY($1::text[])
 ORDER BY s.name`,
     ),
-    ticks: set.plain(
+    ticks: set.plain<TickRow, [name: string, before: Date | null, limit: number]>(
       (s) => `
 SELECT t.schedule, t.tick_at, t.outcome, t.job_id::text AS job_id, t.missed, t.error, t.created_at, j.state::text AS job_state
 FROM ${s}.schedule_ticks t LEFT JOIN ${s}.jobs j ON j.id = t.job_id
@@ -160,7 +160,7 @@ WHERE t.schedule = $1 AND ($2::timestamptz IS NULL OR t.tick_at < $2)
 ORDER BY t.tick_at DESC LIMIT $3`,
     ),
     // Old ticks go, except each schedule's newest (shown by list) and ticks still queued.
-    prune: set.plain(
+    prune: set.plain<never, [olderThanMs: number, limit: number]>(
       (s) => `
 DELETE FROM ${s}.schedule_ticks d USING (
   SELECT t.schedule, t.tick_at FROM ${s}.schedule_ticks t
@@ -174,105 +174,114 @@ WHERE d.schedule = old.schedule AND d.tick_at = old.tick_at`,
 }
 export type ScheduleStatements = ReturnType<typeof scheduleStatements>;
 
+/** A tick to record. */
+export interface TickInsert {
+  schedule: string;
+  at: Date;
+  outcome: TickOutcome;
+  missed?: number;
+  error?: string | null;
+}
+
 /**
- * Creates the rows of schedules first seen, and records a changed timing or job; both count from
- * now on the database clock, or from `at` when a test clock gives one.
+ * The schedule statements bound to the schema's pool. Those a ticker or an operator runs inside
+ * its transaction (the lock, the tick rows, the advance, the audit) take it as `tx`.
  */
-export async function scheduleRegister(db: Executor, st: ScheduleStatements, rows: readonly ScheduleRegistration[], at: Date | null = null): Promise<void> {
-  if (rows.length === 0) return;
-  await run(db, st.register, [rows.map((r) => r.name), rows.map((r) => r.spec), rows.map((r) => r.kind), at]);
-}
+export class ScheduleQueries {
+  private readonly st: ScheduleStatements;
 
-/** Creates a schedule's row when it has none; leaves an existing row as it is. */
-export async function scheduleEnsure(db: Executor, st: ScheduleStatements, r: ScheduleRegistration): Promise<void> {
-  await run(db, st.ensure, [r.name, r.spec, r.kind]);
-}
+  constructor(
+    private readonly pool: Executor,
+    set: StatementSet,
+  ) {
+    this.st = scheduleStatements(set);
+  }
 
-/** The shared state of the named schedules, with the database clock. */
-export function scheduleOverview(db: Executor, st: ScheduleStatements, names: readonly string[]): Promise<ScheduleStateRow[]> {
-  return run<ScheduleStateRow>(db, st.overview, [names]);
-}
+  /**
+   * Creates the rows of schedules first seen, and records a changed timing or job; both count from
+   * now on the database clock, or from `at` when a test clock gives one.
+   */
+  async register(p: { rows: readonly ScheduleRegistration[]; at?: Date | null }): Promise<void> {
+    if (p.rows.length === 0) return;
+    await run(this.pool, this.st.register, [p.rows.map((r) => r.name), p.rows.map((r) => r.spec), p.rows.map((r) => r.kind), p.at ?? null]);
+  }
 
-/** Locks a schedule's row for the rest of the transaction; undefined when another transaction holds it (or it does not exist). */
-export async function scheduleLock(tx: Executor, st: ScheduleStatements, name: string): Promise<ScheduleStateRow | undefined> {
-  const [row] = await run<ScheduleStateRow>(tx, st.lock, [name]);
-  return row;
-}
+  /** Creates a schedule's row when it has none; leaves an existing row as it is. */
+  async ensure(r: ScheduleRegistration): Promise<void> {
+    await run(this.pool, this.st.ensure, [r.name, r.spec, r.kind]);
+  }
 
-/** Records a tick; false when the tick was already recorded (by this or another replica). */
-export async function tickInsert(
-  tx: Executor,
-  st: ScheduleStatements,
-  tick: { schedule: string; at: Date; outcome: TickOutcome; missed?: number; error?: string | null },
-): Promise<boolean> {
-  const rows = await run(tx, st.tickInsert, [tick.schedule, tick.at, tick.outcome, tick.missed ?? 0, tick.error ?? null]);
-  return rows.length === 1;
-}
+  /** The shared state of the named schedules, with the database clock. */
+  overview(names: readonly string[]): Promise<ScheduleStateRow[]> {
+    return run(this.pool, this.st.overview, [names]);
+  }
 
-/** Sets a recorded tick's outcome, job and error. */
-export async function tickUpdate(
-  tx: Executor,
-  st: ScheduleStatements,
-  tick: { schedule: string; at: Date; outcome: TickOutcome; jobId: string | null; error: string | null },
-): Promise<void> {
-  await run(tx, st.tickUpdate, [tick.schedule, tick.at, tick.outcome, tick.jobId, tick.error]);
-}
+  /** Locks a schedule's row for the rest of `tx`; undefined when another transaction holds it (or it does not exist). */
+  async lock(p: { tx: Executor; name: string }): Promise<ScheduleStateRow | undefined> {
+    const [row] = await run(p.tx, this.st.lock, [p.name]);
+    return row;
+  }
 
-/** The oldest tick waiting for the previous job, if any. */
-export async function tickOldestQueued(tx: Executor, st: ScheduleStatements, name: string): Promise<Date | undefined> {
-  const [row] = await run<{ tick_at: Date }>(tx, st.oldestQueued, [name]);
-  return row?.tick_at;
-}
+  /** Records a tick in `tx`; false when the tick was already recorded (by this or another replica). */
+  async tickInsert(p: { tx: Executor; tick: TickInsert }): Promise<boolean> {
+    const t = p.tick;
+    const rows = await run(p.tx, this.st.tickInsert, [t.schedule, t.at, t.outcome, t.missed ?? 0, t.error ?? null]);
+    return rows.length === 1;
+  }
 
-/** Moves a schedule's last decided tick forward (never back) and records its newest job. */
-export async function scheduleAdvance(tx: Executor, st: ScheduleStatements, name: string, lastTickAt: Date | null, lastJobId: string | null): Promise<void> {
-  await run(tx, st.advance, [name, lastTickAt, lastJobId]);
-}
+  /** Sets a recorded tick's outcome, job and error, in `tx`. */
+  async tickUpdate(p: { tx: Executor; tick: { schedule: string; at: Date; outcome: TickOutcome; jobId: string | null; error: string | null } }): Promise<void> {
+    const t = p.tick;
+    await run(p.tx, this.st.tickUpdate, [t.schedule, t.at, t.outcome, t.jobId, t.error]);
+  }
 
-/** Records a manual tick now (database clock); undefined on the rare clash with another manual tick in the same millisecond. */
-export async function tickManualInsert(tx: Executor, st: ScheduleStatements, name: string): Promise<Date | undefined> {
-  const [row] = await run<{ tick_at: Date }>(tx, st.manualInsert, [name]);
-  return row?.tick_at;
-}
+  /** The oldest tick waiting for the previous job, if any. */
+  async tickOldestQueued(p: { tx: Executor; name: string }): Promise<Date | undefined> {
+    const [row] = await run(p.tx, this.st.oldestQueued, [p.name]);
+    return row?.tick_at;
+  }
 
-/** The database clock. */
-export async function databaseNow(db: Executor, st: ScheduleStatements): Promise<Date> {
-  const [row] = await run<{ now: Date }>(db, st.now);
-  return row!.now;
-}
+  /** Moves a schedule's last decided tick forward (never back) and records its newest job, in `tx`. */
+  async advance(p: { tx: Executor; name: string; lastTickAt: Date | null; lastJobId: string | null }): Promise<void> {
+    await run(p.tx, this.st.advance, [p.name, p.lastTickAt, p.lastJobId]);
+  }
 
-/** Writes an audit row about a schedule. */
-export async function scheduleAudit(
-  tx: Executor,
-  st: ScheduleStatements,
-  entry: { actor: string; action: string; name: string; reason: string | null; details: unknown },
-): Promise<void> {
-  await run(tx, st.audit, [entry.actor, entry.action, entry.name, entry.reason, JSON.stringify(entry.details)]);
-}
+  /** Records a manual tick now (database clock) in `tx`; undefined on the rare clash with another manual tick in the same millisecond. */
+  async tickManualInsert(p: { tx: Executor; name: string }): Promise<Date | undefined> {
+    const [row] = await run(p.tx, this.st.manualInsert, [p.name]);
+    return row?.tick_at;
+  }
 
-/** Pauses or resumes a schedule (with an audit row); returns whether it changed. */
-export async function schedulePause(
-  db: Executor,
-  st: ScheduleStatements,
-  name: string,
-  paused: boolean,
-  who: { actor: string; reason: string | null },
-): Promise<boolean> {
-  const [row] = await run<{ n: number }>(db, st.setPaused, [name, paused, who.actor, who.reason]);
-  return (row?.n ?? 0) > 0;
-}
+  /** The database clock. */
+  async now(): Promise<Date> {
+    const [row] = await run(this.pool, this.st.now, []);
+    return row!.now;
+  }
 
-/** Schedules with their newest tick; all of them, or the named ones. */
-export function scheduleList(db: Executor, st: ScheduleStatements, names: readonly string[] | null): Promise<ScheduleListRow[]> {
-  return run<ScheduleListRow>(db, st.list, [names]);
-}
+  /** Writes an audit row about a schedule, in `tx`. */
+  async audit(p: { tx: Executor; entry: { actor: string; action: string; name: string; reason: string | null; details: unknown } }): Promise<void> {
+    const e = p.entry;
+    await run(p.tx, this.st.audit, [e.actor, e.action, e.name, e.reason, JSON.stringify(e.details)]);
+  }
 
-/** A schedule's ticks, newest first, before `before` when given. */
-export function tickList(db: Executor, st: ScheduleStatements, name: string, before: Date | null, limit: number): Promise<TickRow[]> {
-  return run<TickRow>(db, st.ticks, [name, before, limit]);
-}
+  /** Pauses or resumes a schedule (with an audit row); returns whether it changed. */
+  async setPaused(p: { name: string; paused: boolean; who: { actor: string; reason: string | null } }): Promise<boolean> {
+    const [row] = await run(this.pool, this.st.setPaused, [p.name, p.paused, p.who.actor, p.who.reason]);
+    return (row?.n ?? 0) > 0;
+  }
 
-/** Deletes ticks older than `olderThanMs` (keeping each schedule's newest and queued ones), at most `limit`. */
-export function tickPrune(db: Executor, st: ScheduleStatements, olderThanMs: number, limit: number): Promise<number> {
-  return runCount(db, st.prune, [olderThanMs, limit]);
+  /** Schedules with their newest tick; all of them, or the named ones. */
+  list(names: readonly string[] | null): Promise<ScheduleListRow[]> {
+    return run(this.pool, this.st.list, [names]);
+  }
+
+  /** A schedule's ticks, newest first, before `before` when given. */
+  ticks(p: { name: string; before: Date | null; limit: number }): Promise<TickRow[]> {
+    return run(this.pool, this.st.ticks, [p.name, p.before, p.limit]);
+  }
+
+  /** Deletes ticks older than `olderThanMs` (keeping each schedule's newest and queued ones), at most `limit`. */
+  prune(p: { olderThanMs: number; limit: number }): Promise<number> {
+    return runCount(this.pool, this.st.prune, [p.olderThanMs, p.limit]);
+  }
 }

@@ -27,6 +27,13 @@ export interface PreparedStatementsOff {
   sqlState?: string;
 }
 
+/** What to do when `'auto'` stopped naming statements (the hint of the `database.prepared-statements-off` event). */
+export function preparedStatementsOffHint(off: PreparedStatementsOff): string {
+  return off.cause === 'pooler'
+    ? "connected through a connection pooler (its cancel key is not the server's): nightshift sends unnamed statements there, as named ones collide in transaction mode; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) to say so up front, or true for a session-mode pool (docs/poolers.md)"
+    : 'a named statement collided (as behind a transaction-mode pooler, which shares server connections): nightshift sends unnamed statements for the rest of this process; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) behind such a pooler (docs/poolers.md)';
+}
+
 interface PgClientLike {
   query(text: string): Promise<{ rows: { pid?: number }[] }>;
   processID?: number | null;
@@ -155,14 +162,17 @@ export class StatementSet {
     this.prepared = prepared instanceof PreparedStatements ? prepared : new PreparedStatements(prepared);
   }
 
-  /** A named statement; `text` receives the quoted schema to qualify table names with. */
-  named(name: string, text: (schema: string) => string): Statement {
+  /**
+   * A named statement; `text` receives the quoted schema to qualify table names with. `R` is the
+   * row it returns, `P` its parameters in order.
+   */
+  named<R = unknown, P extends readonly unknown[] = readonly unknown[]>(name: string, text: (schema: string) => string): Statement<R, P> {
     const body = text(this.q);
     return this.prepared.mode === false ? { text: body } : { name: `ns_${this.tag}_${name}`, text: body, prepared: this.prepared };
   }
 
   /** A statement run rarely (admin, maintenance): not prepared. */
-  plain(text: (schema: string) => string): Statement {
+  plain<R = unknown, P extends readonly unknown[] = readonly unknown[]>(text: (schema: string) => string): Statement<R, P> {
     return { text: text(this.q) };
   }
 }

@@ -1,4 +1,4 @@
-import { run, type Executor } from './executor.js';
+import { run, sql, type Executor } from './executor.js';
 import { quoteIdent } from './identifiers.js';
 import type { ClaimedRow } from './jobs-run.js';
 import type { StatementSet } from './statements.js';
@@ -13,7 +13,7 @@ export function testJobStatements(set: StatementSet) {
     // The worker's claim, for one job named by id, whatever its run_at and its queue's pause (runJob
     // runs it now); a deadline already past expires it instead, as the worker's claim does. $4
     // replaces the attempt number (to test the last attempt); null counts on from the row.
-    claimById: set.plain(
+    claimById: set.plain<ClaimedRow, [id: string, owner: string, leaseMs: number, attempt: number | null]>(
       (s) => `
 UPDATE ${s}.jobs j SET
   state = CASE WHEN j.expires_at <= now() THEN 'expired' ELSE 'running' END::${s}.job_state,
@@ -31,7 +31,7 @@ RETURNING j.id::text, j.kind, j.queue, j.state, j.payload, j.attempt, j.max_atte
     ),
     // The queue of the oldest due job of these kinds (in these queues, when given) that is not
     // paused: drain claims from it next, with the worker's own claim.
-    nextDueQueue: set.plain(
+    nextDueQueue: set.plain<{ queue: string }, [kinds: readonly string[], queues: readonly string[] | null]>(
       (s) => `
 SELECT j.queue FROM ${s}.jobs j
 WHERE j.state = 'available' AND j.run_at <= now() AND j.kind = ANY($1::text[])
@@ -43,31 +43,36 @@ ORDER BY j.run_at, j.id LIMIT 1`,
 }
 export type TestJobStatements = ReturnType<typeof testJobStatements>;
 
-/** Claims one available job by id for a test run; undefined when it is not available. */
-export async function jobClaimById(
-  db: Executor,
-  st: TestJobStatements,
-  id: string,
-  owner: string,
-  leaseMs: number,
-  attempt: number | undefined,
-): Promise<ClaimedRow | undefined> {
-  const [row] = await run<ClaimedRow>(db, st.claimById, [id, owner, leaseMs, attempt ?? null]);
-  return row;
-}
+/** The statements of nightshift/testing bound to the schema's pool. */
+export class TestJobQueries {
+  private readonly st: TestJobStatements;
 
-/** The queue to drain next: that of the oldest due job of `kinds` (within `queues` when given), or undefined. */
-export async function jobNextDueQueue(db: Executor, st: TestJobStatements, kinds: readonly string[], queues: readonly string[] | null): Promise<string | undefined> {
-  const [row] = await run<{ queue: string }>(db, st.nextDueQueue, [kinds, queues]);
-  return row?.queue;
+  constructor(
+    private readonly db: Executor,
+    set: StatementSet,
+  ) {
+    this.st = testJobStatements(set);
+  }
+
+  /** Claims one available job by id for a test run; undefined when it is not available. */
+  async claimById(p: { id: string; owner: string; leaseMs: number; attempt?: number }): Promise<ClaimedRow | undefined> {
+    const [row] = await run(this.db, this.st.claimById, [p.id, p.owner, p.leaseMs, p.attempt ?? null]);
+    return row;
+  }
+
+  /** The queue to drain next: that of the oldest due job of `kinds` (within `queues` when given), or undefined. */
+  async nextDueQueue(p: { kinds: readonly string[]; queues: readonly string[] | null }): Promise<string | undefined> {
+    const [row] = await run(this.db, this.st.nextDueQueue, [p.kinds, p.queues]);
+    return row?.queue;
+  }
 }
 
 /** Creates an empty schema (a test's own); fails when it exists. */
 export async function schemaCreate(db: Executor, schema: string): Promise<void> {
-  await run(db, { text: `CREATE SCHEMA ${quoteIdent(schema)}` });
+  await run(db, sql(`CREATE SCHEMA ${quoteIdent(schema)}`), []);
 }
 
 /** Drops a schema and everything in it (a test's own); nothing when it is gone. */
 export async function schemaDrop(db: Executor, schema: string): Promise<void> {
-  await run(db, { text: `DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE` });
+  await run(db, sql(`DROP SCHEMA IF EXISTS ${quoteIdent(schema)} CASCADE`), []);
 }

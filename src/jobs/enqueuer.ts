@@ -1,4 +1,4 @@
-import { jobEnqueueViaSql, jobInsert, type JobInsertResult, type JobInsertRow } from '../db/jobs-insert.js';
+import type { JobInsertResult, JobInsertRow } from '../db/jobs-insert.js';
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
 import { OptionsInvalidError, StoppedError } from '../errors.js';
@@ -7,7 +7,6 @@ import type { JobDefinition } from './define-job.js';
 import { resolveEnqueueOptions, type EnqueueOptions, type EnqueueResult, type ResolvedEnqueue } from './enqueue-options.js';
 import { InsertBatcher } from './insert-batcher.js';
 import { kindRow, type JobRegistry } from './job-registry.js';
-import { kindRegister } from '../db/queues.js';
 import { serialisePayload, toJson } from './payload.js';
 import { endProducerSpan, startProducerSpan } from '../telemetry/tracing.js';
 
@@ -23,20 +22,41 @@ const BULK_CHUNK = 5_000;
  */
 const BULK_BYTES = 16 * 1_048_576;
 
+/** What an enqueuer is built from. */
+export interface EnqueuerOptions {
+  database: Database;
+  registry: JobRegistry;
+  /** The largest payload, in bytes of JSON. */
+  maxPayloadBytes: number;
+  events: EventBus;
+  /** Coalescing of single enqueues: statements in flight at once, and rows per statement. */
+  batching: { maxInFlight: number; maxBatch: number };
+  /** Error messages in spans. Default false. */
+  errorMessages?: boolean;
+}
+
 /** Validates and writes jobs: alone, in bulk, or inside the caller's transaction. */
 export class Enqueuer {
   private readonly batcher: InsertBatcher;
+  private readonly db: Database;
+  private readonly registry: JobRegistry;
+  private readonly maxPayloadBytes: number;
+  private readonly events: EventBus;
+  private readonly errorMessages: boolean;
   stopped = false;
 
-  constructor(
-    private readonly db: Database,
-    private readonly registry: JobRegistry,
-    private readonly maxPayloadBytes: number,
-    private readonly events: EventBus,
-    batching: { maxInFlight: number; maxBatch: number },
-    private readonly errorMessages = false,
-  ) {
-    this.batcher = new InsertBatcher((rows) => jobInsert(db.pool.pool, db.insert, rows, false), batching.maxInFlight, batching.maxBatch);
+  constructor(o: EnqueuerOptions) {
+    this.db = o.database;
+    this.registry = o.registry;
+    this.maxPayloadBytes = o.maxPayloadBytes;
+    this.events = o.events;
+    this.errorMessages = o.errorMessages ?? false;
+    const db = o.database;
+    this.batcher = new InsertBatcher({
+      insert: (rows) => db.inserts.insert({ rows, debounced: false }),
+      maxInFlight: o.batching.maxInFlight,
+      maxBatch: o.batching.maxBatch,
+    });
   }
 
   /** Enqueues one job. Resolves once it is committed (or, with `{ db }`, once it is part of the caller's transaction). */
@@ -49,10 +69,9 @@ export class Enqueuer {
     if (trace.carrier) r.row.traceContext = JSON.stringify(trace.carrier);
     let result: JobInsertResult;
     try {
-      if (isScoped(r.row)) result = await this.insertScoped(r.db ?? this.db.pool.pool, def, r);
-      else if (r.db) [result] = (await jobInsert(r.db, this.db.insert, [r.row], r.debounced)) as [JobInsertResult];
-      else if (r.row.dedupeKey === null) result = await this.batcher.add(r.row);
-      else [result] = (await jobInsert(this.db.pool.pool, this.db.insert, [r.row], r.debounced)) as [JobInsertResult];
+      if (isScoped(r.row)) result = await this.insertScoped(r.db, def, r);
+      else if (r.db || r.row.dedupeKey !== null) [result] = (await this.db.inserts.insert({ rows: [r.row], debounced: r.debounced, db: r.db })) as [JobInsertResult];
+      else result = await this.batcher.add(r.row);
     } catch (err) {
       endProducerSpan(trace.span, undefined, err, this.errorMessages);
       throw err;
@@ -99,7 +118,7 @@ export class Enqueuer {
     const write = (tx: Executor) => this.insertRounds(tx, def, resolved);
     let results: EnqueueResult[];
     try {
-      results = callerDb ? await write(callerDb) : await this.db.pool.transaction(write);
+      results = callerDb ? await write(callerDb) : await this.db.transaction(write);
     } catch (err) {
       endProducerSpan(trace.span, undefined, err, this.errorMessages);
       throw err;
@@ -120,7 +139,8 @@ export class Enqueuer {
     const pseudo = { kind, queue: 'default', priority: 0, maxAttempts: 1, delivery: 'at-least-once' } as JobDefinition;
     const r = resolveEnqueueOptions(pseudo, options, json);
     const o = options ?? {};
-    const result = await jobEnqueueViaSql(r.db ?? this.db.pool.pool, this.db.insert, {
+    const result = await this.db.inserts.viaSql({
+      db: r.db,
       kind,
       payload: json,
       queue: o.queue ?? null,
@@ -141,13 +161,14 @@ export class Enqueuer {
    * A key of the `active`, `ever` or `within` scope: written through the SQL function, which holds
    * those rules (and needs the kind registered with its scope, done here once per kind).
    */
-  private async insertScoped(db: Executor, def: JobDefinition, r: ResolvedEnqueue): Promise<JobInsertResult> {
+  private async insertScoped(db: Executor | undefined, def: JobDefinition, r: ResolvedEnqueue): Promise<JobInsertResult> {
     if (!this.registered.has(def.kind)) {
-      await kindRegister(this.db.pool.pool, this.db.queues, [kindRow(def)]);
+      await this.db.queues.registerKinds([kindRow(def)]);
       this.registered.add(def.kind);
     }
     const row = r.row;
-    return jobEnqueueViaSql(db, this.db.insert, {
+    return this.db.inserts.viaSql({
+      db,
       kind: row.kind,
       payload: row.payload,
       queue: row.queue,
@@ -192,7 +213,7 @@ export class Enqueuer {
       for (const debounced of [false, true]) {
         const part = round.filter((x) => x.r.debounced === debounced && !isScoped(x.r.row));
         for (const chunk of chunks(part, (x) => x.r.row.payload.length)) {
-          const out = await jobInsert(tx, this.db.insert, chunk.map((x) => x.r.row) as JobInsertRow[], debounced);
+          const out = await this.db.inserts.insert({ rows: chunk.map((x) => x.r.row) as JobInsertRow[], debounced, db: tx });
           chunk.forEach((x, k) => (results[x.i] = out[k]!));
         }
       }

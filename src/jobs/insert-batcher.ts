@@ -19,13 +19,26 @@ export class InsertBatcher {
   private pending: Waiter[] = [];
   private inFlight = 0;
   private scheduled = false;
+  private readonly insert: (rows: JobInsertRow[]) => Promise<JobInsertResult[]>;
+  private readonly maxInFlight: number;
+  private readonly maxBatch: number;
+  private readonly maxBytes: number;
 
-  constructor(
-    private readonly insert: (rows: JobInsertRow[]) => Promise<JobInsertResult[]>,
-    private readonly maxInFlight: number,
-    private readonly maxBatch: number,
-    private readonly maxBytes = 16 * 1_048_576,
-  ) {}
+  constructor(o: {
+    /** Writes rows in one statement, results in input order. */
+    insert: (rows: JobInsertRow[]) => Promise<JobInsertResult[]>;
+    /** Statements in flight at once; rows queue meanwhile. */
+    maxInFlight: number;
+    /** Rows per statement, at most. */
+    maxBatch: number;
+    /** Bytes of payload per statement, about (rows travel as one JSON parameter). Default 16 MiB. */
+    maxBytes?: number;
+  }) {
+    this.insert = o.insert;
+    this.maxInFlight = o.maxInFlight;
+    this.maxBatch = o.maxBatch;
+    this.maxBytes = o.maxBytes ?? 16 * 1_048_576;
+  }
 
   /** Queues one row; resolves when it is committed. */
   add(row: JobInsertRow): Promise<JobInsertResult> {
@@ -73,7 +86,8 @@ export class InsertBatcher {
       const results = await this.insert(batch.map((w) => w.row));
       batch.forEach((w, i) => w.resolve(results[i]!));
     } catch (err) {
-      if (batch.length === 1 || isConnectionError(err)) {
+      // Unavailable: every row would fail the same way, and one by one would only take longer.
+      if (batch.length === 1 || (err instanceof DatabaseError && err.unavailable)) {
         for (const w of batch) w.reject(err);
         return;
       }
@@ -87,8 +101,4 @@ export class InsertBatcher {
       }
     }
   }
-}
-
-function isConnectionError(err: unknown): boolean {
-  return err instanceof DatabaseError && err.message.startsWith('database unavailable');
 }

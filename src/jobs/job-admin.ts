@@ -1,9 +1,9 @@
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
-import { ADMIN_FROM, auditEnqueue, jobChange, jobCount, jobGet, jobKeyHolder, jobList, jobStats, type AdminAction, type ChangedRow, type JobFilter, type StatsRow } from '../db/jobs-admin.js';
+import { ADMIN_FROM, type AdminAction, type ChangedRow, type JobFilter, type StatsRecord } from '../db/jobs-admin.js';
 import type { JobDefinition } from './define-job.js';
 import { JOB_STATES, toJobRecord, type JobRecord, type JobState } from '../db/job-row.js';
-import { auditList, queueList, queueSetPaused, type AuditRow, type QueueRow } from '../db/queues.js';
+import type { AuditRecord, QueueRecord } from '../db/queues.js';
 import { DedupeConflictError, InvalidTransitionError, JobNotFoundError, OptionsInvalidError, type Issue } from '../errors.js';
 import { cleanText } from './error-text.js';
 import type { EventBus } from '../telemetry/events.js';
@@ -90,13 +90,25 @@ function checkFilter(o: { kind?: string; queue?: string; state?: JobState | JobS
  * Every change is one statement that also writes its audit entry (who, what, why, when).
  */
 export class JobAdmin {
-  constructor(
-    protected readonly database: Database,
-    private readonly defaultActor: string,
-    private readonly adminEvents?: EventBus,
+  protected readonly database: Database;
+  private readonly defaultActor: string;
+  private readonly adminEvents: EventBus | undefined;
+  private readonly definitions: (kind: string) => JobDefinition | undefined;
+
+  constructor(o: {
+    database: Database;
+    /** Who acts when an action names nobody. */
+    actor: string;
+    /** Where `job.cancelled` and `job.resolved` go. */
+    events?: EventBus;
     /** The definitions this client knows, for a kind's `onResolve`. */
-    private readonly definitions: (kind: string) => JobDefinition | undefined = () => undefined,
-  ) {}
+    definitions?: (kind: string) => JobDefinition | undefined;
+  }) {
+    this.database = o.database;
+    this.defaultActor = o.actor;
+    this.adminEvents = o.events;
+    this.definitions = o.definitions ?? (() => undefined);
+  }
 
   /** Jobs matching the filter, newest first. */
   async listJobs(options: ListJobsOptions = {}): Promise<JobRecord[]> {
@@ -104,12 +116,12 @@ export class JobAdmin {
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
       throw new OptionsInvalidError('listJobs options', [{ path: 'limit', message: 'must be an integer from 1 to 1000' }]);
     }
-    return jobList(this.database.pool.pool, this.database.admin, checkFilter(options), limit);
+    return this.database.admin.list({ filter: checkFilter(options), limit });
   }
 
   /** One job with its error history; throws NS_JOB_NOT_FOUND. */
   async getJob(id: string): Promise<JobRecord> {
-    const job = await jobGet(this.database.pool.pool, this.database.admin, checkId(id));
+    const job = await this.database.admin.get(checkId(id));
     if (!job) throw new JobNotFoundError(String(id));
     return job;
   }
@@ -157,7 +169,7 @@ export class JobAdmin {
    * it in the same transaction.
    */
   async auditEnqueued(job: { id: string; kind: string; deduped: boolean }, options: ActorOptions & { db?: Executor } = {}): Promise<void> {
-    await auditEnqueue(options.db ?? this.database.pool.pool, this.database.admin, this.who(options), { id: checkId(job.id), kind: job.kind, deduped: job.deduped });
+    await this.database.admin.auditEnqueue({ who: this.who(options), job: { id: checkId(job.id), kind: job.kind, deduped: job.deduped }, db: options.db });
   }
 
   /** Retries every job matching the filter (default: discarded ones). Returns how many (or would, with dryRun). */
@@ -173,27 +185,27 @@ export class JobAdmin {
   /** Stops every process from claiming jobs of the queue until resumed. */
   async pauseQueue(name: string, options: ActorOptions = {}): Promise<void> {
     this.checkQueue(name);
-    await queueSetPaused(this.database.pool.pool, this.database.queues, name, true, this.actor(options), this.reason(options), this.database.channels.control);
+    await this.database.queues.setPaused({ name, paused: true, actor: this.actor(options), reason: this.reason(options) });
   }
 
   /** Lets processes claim jobs of the queue again (and wakes them). */
   async resumeQueue(name: string, options: ActorOptions = {}): Promise<void> {
     this.checkQueue(name);
-    await queueSetPaused(this.database.pool.pool, this.database.queues, name, false, this.actor(options), this.reason(options), this.database.channels.control);
+    await this.database.queues.setPaused({ name, paused: false, actor: this.actor(options), reason: this.reason(options) });
   }
 
   /** Every queue with jobs or a pause record, with counts per state. */
-  async listQueues(): Promise<QueueRow[]> {
-    return queueList(this.database.pool.pool, this.database.queues);
+  async listQueues(): Promise<QueueRecord[]> {
+    return this.database.queues.list();
   }
 
   /** Counts per queue, kind and state. */
-  async stats(): Promise<StatsRow[]> {
-    return jobStats(this.database.pool.pool, this.database.admin);
+  async stats(): Promise<StatsRecord[]> {
+    return this.database.admin.stats();
   }
 
   /** Audit entries, newest first; `target` like `job:42` or `queue:mail`. */
-  async listAudit(options: { target?: string; beforeId?: string; limit?: number } = {}): Promise<AuditRow[]> {
+  async listAudit(options: { target?: string; beforeId?: string; limit?: number } = {}): Promise<AuditRecord[]> {
     const limit = options.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
       throw new OptionsInvalidError('listAudit options', [{ path: 'limit', message: 'must be an integer from 1 to 1000' }]);
@@ -201,24 +213,24 @@ export class JobAdmin {
     if (options.beforeId !== undefined && !isId(String(options.beforeId))) {
       throw new OptionsInvalidError('listAudit options', [{ path: 'beforeId', message: 'must be an audit entry id (a positive integer)' }]);
     }
-    return auditList(this.database.pool.pool, this.database.queues, options.target ?? null, options.beforeId ?? null, limit);
+    return this.database.queues.auditList({ target: options.target ?? null, beforeId: options.beforeId ?? null, limit });
   }
 
   private async changeOne(action: AdminAction, id: string, options: ActorOptions, within?: (row: ChangedRow, tx: Executor) => Promise<void>): Promise<JobRecord> {
     const jobId = checkId(id);
-    const change = (db: Executor) => jobChange(db, this.database.admin, action, { ids: [jobId] }, this.who(options), 1, this.database.channels);
+    const change = (db?: Executor) => this.database.admin.change({ action, filter: { ids: [jobId] }, who: this.who(options), limit: 1, db });
     const rows = within
-      ? await this.database.pool.transaction(async (tx) => {
+      ? await this.database.transaction(async (tx) => {
           const changed = await change(tx);
           if (changed[0]) await within(changed[0], tx);
           return changed;
         })
-      : await change(this.database.pool.pool);
+      : await change();
     if (rows.length === 0) {
-      const job = await jobGet(this.database.pool.pool, this.database.admin, jobId);
+      const job = await this.database.admin.get(jobId);
       if (!job) throw new JobNotFoundError(jobId);
       if (ADMIN_FROM[action].includes(job.state)) {
-        const holder = await jobKeyHolder(this.database.pool.pool, this.database.admin, jobId);
+        const holder = await this.database.admin.keyHolder(jobId);
         if (holder) throw new DedupeConflictError(jobId, holder);
       }
       throw new InvalidTransitionError(jobId, action.startsWith('resolve-') ? action.replace('-', ' as ') : action.replace('-', ' '), job.state, ADMIN_FROM[action]);
@@ -229,12 +241,12 @@ export class JobAdmin {
 
   private async changeMany(action: AdminAction, options: BulkOptions): Promise<number> {
     const filter = checkFilter(options);
-    if (options.dryRun) return jobCount(this.database.pool.pool, this.database.admin, filter, ADMIN_FROM[action]);
+    if (options.dryRun) return this.database.admin.count({ filter, states: ADMIN_FROM[action] });
     let done = 0;
     let rows: ChangedRow[];
     // In batches, so a bulk retry of a million jobs neither holds one huge transaction nor stalls workers.
     do {
-      rows = await jobChange(this.database.pool.pool, this.database.admin, action, filter, this.who(options), 500, this.database.channels);
+      rows = await this.database.admin.change({ action, filter, who: this.who(options), limit: 500 });
       this.emitChanged(action, rows, options);
       done += rows.length;
       options.onProgress?.(done);

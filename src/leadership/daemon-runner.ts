@@ -1,6 +1,7 @@
 import type { Database } from '../db/database.js';
-import { ConfigError, StoppedError, unknownKey, type Issue } from '../errors.js';
-import { trackResource } from '../lifecycle/resources.js';
+import { ConfigError, unknownKey, type Issue } from '../errors.js';
+import type { Clock } from '../lifecycle/clock.js';
+import { BaseService } from '../lifecycle/service.js';
 import { EventBus } from '../telemetry/events.js';
 import { createLogger, type Logger } from '../telemetry/logger.js';
 import { missingEnv, type DaemonDefinition } from './define-daemon.js';
@@ -33,9 +34,11 @@ export interface DaemonRunnerOptions {
   env?: Record<string, string | undefined>;
   /** Put a failed run's error message and stack in the log line. Default false: they may quote secrets. */
   logErrorMessages?: boolean;
+  /** Where the runner reads time and sets its timers (restart back-off, lease deadlines). Default: the system clock. */
+  clock?: Clock;
 }
 
-const KEYS = ['database', 'daemons', 'holder', 'events', 'logger', 'ttlMs', 'retryMs', 'stopTimeoutMs', 'restartDelay', 'env', 'logErrorMessages'];
+const KEYS = ['database', 'daemons', 'holder', 'events', 'logger', 'ttlMs', 'retryMs', 'stopTimeoutMs', 'restartDelay', 'env', 'logErrorMessages', 'clock'];
 const MAX_MS = 2_147_483_647;
 
 function isIntIn(v: unknown, min: number, max: number): v is number {
@@ -53,15 +56,17 @@ function isDaemon(v: unknown): v is DaemonDefinition {
  * when this process is elected, its `ctx.signal` aborts when the term ends or on stop, and a run
  * that fails is restarted with back-off while the term lasts.
  */
-export class DaemonRunner {
+export class DaemonRunner extends BaseService {
   private readonly supervisors: DaemonSupervisor[];
   private readonly env: Record<string, string | undefined>;
-  private readonly stopTimeoutMs: number;
-  private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
-  private stopped: Promise<void> | undefined;
-  private release: (() => void) | undefined;
 
   constructor(options: DaemonRunnerOptions) {
+    super({
+      name: Array.isArray(options?.daemons) ? options.daemons.map((d) => (d as { name?: unknown })?.name).join(',') || '(none)' : '(none)',
+      kind: 'daemons',
+      logger: options?.logger,
+      clock: options?.clock,
+    });
     const o = (options ?? {}) as unknown as Record<string, unknown>;
     const issues: Issue[] = [];
     for (const key of Object.keys(o)) if (!KEYS.includes(key)) issues.push(unknownKey(key, KEYS));
@@ -91,7 +96,6 @@ export class DaemonRunner {
     if (issues.length) throw new ConfigError('daemon runner options', issues);
 
     this.env = options.env ?? process.env;
-    this.stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
     const settings = {
       database: options.database,
       holder: options.holder ?? defaultHolder(),
@@ -101,6 +105,8 @@ export class DaemonRunner {
       retryMs: options.retryMs,
       restart: { initialMs, maxMs },
       errorMessages: options.logErrorMessages === true,
+      stopTimeoutMs: options.stopTimeoutMs ?? 10_000,
+      clock: this.clock,
     };
     this.supervisors = options.daemons.map((d) => new DaemonSupervisor(d, settings));
   }
@@ -115,16 +121,12 @@ export class DaemonRunner {
    * and nothing starts), then campaigns for every daemon's lease. Resolves once each has made its
    * first attempt. Safe twice.
    */
-  async start(): Promise<void> {
-    if (this.state === 'stopping' || this.state === 'stopped') throw new StoppedError('start daemons');
-    if (this.state !== 'idle') return;
+  protected async onStart(): Promise<void> {
     const missing = missingEnv(
       this.supervisors.map((s) => s.daemon),
       this.env,
     );
     if (missing.length) throw new ConfigError('daemon environment', missing);
-    this.state = 'running';
-    this.release = trackResource('daemons', this.names.join(',') || '(none)');
     await Promise.all(this.supervisors.map((s) => s.start()));
   }
 
@@ -132,18 +134,8 @@ export class DaemonRunner {
    * Aborts every run, waits for them at most `stopTimeoutMs`, then releases the leases of the runs
    * that returned (those that did not keep theirs until it expires). Safe before start and twice.
    */
-  stop(): Promise<void> {
-    if (this.state === 'idle') {
-      this.state = 'stopped';
-      return Promise.resolve();
-    }
-    this.stopped ??= (async () => {
-      this.state = 'stopping';
-      await Promise.all(this.supervisors.map((s) => s.stop(this.stopTimeoutMs)));
-      this.state = 'stopped';
-      this.release?.();
-    })();
-    return this.stopped;
+  protected async onStop(): Promise<void> {
+    await Promise.all(this.supervisors.map((s) => s.stop()));
   }
 
   /** Each daemon's state in this process: leader or not, its token, whether it is running, its failures. */

@@ -1,8 +1,8 @@
-import { performance } from 'node:perf_hooks';
 import type { Database } from '../db/database.js';
-import { leaseAssert, leaseStatements, type LeaseStatements } from '../db/leases.js';
 import { FencedError, LeadershipLostError, NightshiftError } from '../errors.js';
 import type { Executor } from '../db/executor.js';
+import { sleep, type Clock, type Timer } from '../lifecycle/clock.js';
+import { BaseService } from '../lifecycle/service.js';
 import { describeError } from '../jobs/error-text.js';
 import type { EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
@@ -21,6 +21,9 @@ export interface SupervisorSettings {
   restart: { initialMs: number; maxMs: number };
   /** Log a failure's message and stack (`logErrorMessages`); otherwise only its name and code. */
   errorMessages: boolean;
+  /** On stop, how long a run may take to return after its signal aborted, in ms. */
+  stopTimeoutMs: number;
+  clock: Clock;
 }
 
 /** What a supervisor reports about its daemon. */
@@ -50,10 +53,9 @@ export function daemonLeaseName(name: string): string {
  * when the term ends, restarts it with back-off when it fails while the term lasts, and never lets
  * two runs of the daemon overlap in this process (a new term waits for the last run to return).
  */
-export class DaemonSupervisor {
+export class DaemonSupervisor extends BaseService {
   readonly elector: LeaseElector;
   readonly leaseName: string;
-  private readonly st: LeaseStatements;
   private readonly shutdown = new AbortController();
   private runs: Promise<void> = Promise.resolve();
   private running = false;
@@ -65,8 +67,8 @@ export class DaemonSupervisor {
     readonly daemon: DaemonDefinition,
     private readonly s: SupervisorSettings,
   ) {
+    super({ name: daemonLeaseName(daemon.name), kind: 'daemon', logger: s.logger, clock: s.clock });
     this.leaseName = daemonLeaseName(daemon.name);
-    this.st = leaseStatements(s.database.statements);
     this.elector = new LeaseElector({
       database: s.database,
       name: this.leaseName,
@@ -75,6 +77,7 @@ export class DaemonSupervisor {
       ...(s.retryMs !== undefined ? { retryMs: s.retryMs } : {}),
       events: s.events,
       logger: s.logger,
+      clock: s.clock,
     });
     this.unsubscribe = this.elector.onChange((term) => {
       if (!term) return;
@@ -87,23 +90,24 @@ export class DaemonSupervisor {
   }
 
   /** Starts campaigning for the daemon's lease. */
-  start(): Promise<void> {
-    return this.elector.start();
+  protected async onStart(): Promise<void> {
+    await this.elector.start();
   }
 
   /**
-   * Aborts a run in progress, waits for it at most `timeoutMs`, then stops the elector. The lease
-   * is released only when the run returned in time; otherwise it is left to expire, so a successor
-   * starts no sooner than the lease would have run out anyway.
+   * Aborts a run in progress, waits for it at most `stopTimeoutMs`, then stops the elector. The
+   * lease is released only when the run returned in time; otherwise it is left to expire, so a
+   * successor starts no sooner than the lease would have run out anyway.
    */
-  async stop(timeoutMs: number): Promise<void> {
+  protected async onStop(): Promise<void> {
+    const timeoutMs = this.s.stopTimeoutMs;
     this.shutdown.abort(new NightshiftError('NS_SHUTDOWN', `daemon "${this.daemon.name}" stopping: the process is shutting down`));
-    let timer: NodeJS.Timeout | undefined;
+    let timer: Timer | undefined;
     const finished = await Promise.race([
       this.runs.then(() => true),
-      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+      new Promise<false>((resolve) => (timer = this.clock.setTimeout(() => resolve(false), timeoutMs))),
     ]);
-    clearTimeout(timer);
+    this.clock.clearTimeout(timer);
     if (!finished) {
       this.s.logger.warn({ daemon: this.daemon.name, timeoutMs }, 'daemon run did not return after its signal aborted; leaving its lease to expire');
     }
@@ -135,7 +139,7 @@ export class DaemonSupervisor {
     // between the two timers; without this check the run would go once more under a lost term
     // (issue 11, bug 6).
     while (!signal.aborted && term.held()) {
-      const startedAt = performance.now();
+      const startedAt = this.clock.monotonic();
       let failure: unknown;
       this.running = true;
       try {
@@ -150,7 +154,7 @@ export class DaemonSupervisor {
         this.running = false;
       }
       if (signal.aborted) return;
-      const ranMs = performance.now() - startedAt;
+      const ranMs = this.clock.monotonic() - startedAt;
       let waitMs: number;
       if (failure === undefined) {
         consecutive = 0;
@@ -164,7 +168,7 @@ export class DaemonSupervisor {
         // A refused write means the term is over in the database: have the elector find out now.
         if (failure instanceof FencedError || (failure as { code?: unknown } | null)?.code === 'NS_FENCED') this.elector.recheck();
       }
-      await abortableDelay(waitMs, signal);
+      await sleep(this.clock, waitMs, signal);
     }
   }
 
@@ -183,17 +187,17 @@ export class DaemonSupervisor {
   private context(term: LeaderTerm, signal: AbortSignal): DaemonContext {
     const { database } = this.s;
     const leaseName = this.leaseName;
-    const fence = (tx: Parameters<DaemonContext['fence']>[0]) => leaseAssert(tx, this.st, leaseName, term.token);
+    const fence = (tx: Parameters<DaemonContext['fence']>[0]) => database.leases.assert({ tx, name: leaseName, token: term.token });
     return Object.freeze({
       name: this.daemon.name,
       leaseName,
       fencingToken: term.token,
       signal,
       log: this.s.logger.child({ daemon: this.daemon.name, fencingToken: term.token }),
-      db: guardedExecutor(database.pool.pool, term, leaseName),
+      db: guardedExecutor(database.executor, term, leaseName),
       fence,
       transaction: <T>(fn: (tx: Parameters<DaemonContext['fence']>[0]) => Promise<T>) =>
-        database.pool.transaction(async (tx) => {
+        database.transaction(async (tx) => {
           await fence(tx);
           return fn(tx);
         }),
@@ -232,18 +236,4 @@ function errorCode(err: unknown): { code?: string } {
 /** Message and stack cleaned as they are for storage (no `data:` URLs, bounded). */
 function loggableError(err: unknown): Record<string, unknown> {
   return { name: errorName(err), ...describeError(err) };
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

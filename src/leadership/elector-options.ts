@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { Database } from '../db/database.js';
 import { ConfigError, unknownKey, type Issue } from '../errors.js';
+import type { Clock } from '../lifecycle/clock.js';
 import type { EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 
@@ -28,6 +29,8 @@ export interface LeaseElectorOptions {
   events?: EventBus;
   /** For errors of acquisition and renewal. Default: silent. */
   logger?: Logger;
+  /** Where the elector reads monotonic time and sets its timers (the step-down deadline). Default: the system clock; tests may move one by hand. */
+  clock?: Clock;
 }
 
 /** Options after defaults, validated. */
@@ -41,9 +44,10 @@ export interface ResolvedElectorOptions {
   stepDownMarginMs: number;
   events: EventBus | undefined;
   logger: Logger | undefined;
+  clock: Clock | undefined;
 }
 
-const KEYS = ['database', 'name', 'holder', 'ttlMs', 'renewMs', 'retryMs', 'stepDownMarginMs', 'events', 'logger'];
+const KEYS = ['database', 'name', 'holder', 'ttlMs', 'renewMs', 'retryMs', 'stepDownMarginMs', 'events', 'logger', 'clock'];
 const MAX_MS = 2_147_483_647;
 
 function isIntIn(v: unknown, min: number, max: number): v is number {
@@ -101,6 +105,9 @@ export function resolveElectorOptions(input: LeaseElectorOptions): ResolvedElect
   if (o.logger !== undefined && (typeof o.logger !== 'object' || o.logger === null || typeof (o.logger as Logger).warn !== 'function')) {
     issues.push({ path: 'logger', message: 'must be a logger (pino or one with debug/info/warn/error)' });
   }
+  if (o.clock !== undefined && (typeof o.clock !== 'object' || o.clock === null || typeof (o.clock as Clock).monotonic !== 'function' || typeof (o.clock as Clock).setTimeout !== 'function')) {
+    issues.push({ path: 'clock', message: 'must be a Clock (monotonic, wall, setTimeout, clearTimeout)' });
+  }
   if (issues.length) throw new ConfigError(typeof o.name === 'string' ? `lease elector "${o.name}"` : 'lease elector options', issues);
   return {
     database: input.database,
@@ -112,5 +119,6 @@ export function resolveElectorOptions(input: LeaseElectorOptions): ResolvedElect
     stepDownMarginMs,
     events: input.events,
     logger: input.logger,
+    clock: input.clock,
   };
 }

@@ -1,7 +1,6 @@
-import { performance } from 'node:perf_hooks';
-import { leaseAcquire, leaseRelease, leaseRenew, leaseStatements, type LeaseStatements } from '../db/leases.js';
-import { LeadershipLostError, StoppedError } from '../errors.js';
-import { trackResource } from '../lifecycle/resources.js';
+import { LeadershipLostError } from '../errors.js';
+import type { Clock, Timer } from '../lifecycle/clock.js';
+import { BaseService } from '../lifecycle/service.js';
 import type { Logger } from '../telemetry/logger.js';
 import { resolveElectorOptions, type LeaseElectorOptions, type ResolvedElectorOptions } from './elector-options.js';
 import type { LeaderLease, LeaderTerm } from './leader-lease.js';
@@ -11,8 +10,8 @@ export type { LeaseElectorOptions } from './elector-options.js';
 /** A term this process holds, with the timer that ends it if renewals stop succeeding. */
 interface ActiveTerm extends LeaderTerm {
   readonly controller: AbortController;
-  deadline: NodeJS.Timeout | undefined;
-  /** performance.now() after which the term no longer holds (see armDeadline). */
+  deadline: Timer | undefined;
+  /** The monotonic clock's time after which the term no longer holds (see armDeadline). */
   validUntil: number;
 }
 
@@ -29,27 +28,24 @@ type Why = 'lost' | 'expired' | 'released';
  * dead holder is replaced within `ttlMs + retryMs`. `stop()` releases the lease so another
  * process takes over at once.
  */
-export class LeaseElector implements LeaderLease {
-  readonly name: string;
+export class LeaseElector extends BaseService implements LeaderLease {
   readonly holder: string;
   private readonly o: ResolvedElectorOptions;
-  private readonly st: LeaseStatements;
   private current: ActiveTerm | undefined;
   /** The token of our last term, so a renewal lost in flight does not lock us out until expiry. */
   private lastToken: string | undefined;
   private listeners: ((term: LeaderTerm | undefined) => void)[] = [];
-  private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private loopDone: Promise<void> | undefined;
-  private stopped: Promise<void> | undefined;
-  private sleepTimer: NodeJS.Timeout | undefined;
+  private sleepTimer: Timer | undefined;
   private wakeSleep: (() => void) | undefined;
-  private releaseResource: (() => void) | undefined;
+  /** Whether stop hands the lease back (see {@link stop}). */
+  private releaseOnStop = true;
 
   constructor(options: LeaseElectorOptions) {
-    this.o = resolveElectorOptions(options);
-    this.name = this.o.name;
+    const o = resolveElectorOptions(options);
+    super({ name: o.name, kind: 'elector', logger: o.logger, clock: o.clock });
+    this.o = o;
     this.holder = this.o.holder;
-    this.st = leaseStatements(this.o.database.statements);
   }
 
   /** The current term, or undefined when this process is not the leader. */
@@ -74,13 +70,10 @@ export class LeaseElector implements LeaderLease {
 
   /**
    * Starts campaigning; resolves once the first acquisition attempt is done (so `term` tells
-   * whether this process won it). Errors are logged and retried, never thrown. Safe twice.
+   * whether this process won it). Errors are logged and retried, never thrown. Safe twice; after
+   * a stop it refuses (NS_STOPPED): an elector is one campaign.
    */
-  async start(): Promise<void> {
-    if (this.state === 'stopping' || this.state === 'stopped') throw new StoppedError(`start lease elector "${this.name}"`);
-    if (this.state === 'running') return;
-    this.state = 'running';
-    this.releaseResource = trackResource('elector', this.name);
+  protected async onStart(): Promise<void> {
     const firstDelay = await this.acquireOnce();
     this.loopDone = this.loop(firstDelay);
   }
@@ -91,31 +84,26 @@ export class LeaseElector implements LeaderLease {
    * `release: false`, which leaves it to expire by itself. Waits for a database call in flight at
    * most `min(ttlMs, 5 s)`. Safe before start and twice.
    */
-  stop(options: { release?: boolean } = {}): Promise<void> {
-    if (this.state === 'idle') {
-      this.state = 'stopped';
-      return Promise.resolve();
-    }
-    this.stopped ??= (async () => {
-      this.state = 'stopping';
-      this.interruptSleep();
-      const bound = Math.min(this.o.ttlMs, 5_000);
-      await within(this.loopDone, bound);
-      if (this.current) this.depose(this.current, 'released');
-      // Release our last term even when it already ended here (stepped down by the deadline): a
-      // renewal may have landed late and kept it alive in the database. Guarded by the token, so
-      // it never touches a successor's term.
-      if (this.lastToken !== undefined && options.release !== false) {
-        try {
-          await within(leaseRelease(this.o.database.pool.pool, this.st, this.name, this.lastToken), bound);
-        } catch (err) {
-          this.log()?.warn({ err, lease: this.name }, 'lease release failed; it expires by itself');
-        }
+  override stop(options: { release?: boolean } = {}): Promise<void> {
+    if (options.release === false) this.releaseOnStop = false;
+    return super.stop();
+  }
+
+  protected async onStop(): Promise<void> {
+    this.interruptSleep();
+    const bound = Math.min(this.o.ttlMs, 5_000);
+    await within(this.clock, this.loopDone, bound);
+    if (this.current) this.depose(this.current, 'released');
+    // Release our last term even when it already ended here (stepped down by the deadline): a
+    // renewal may have landed late and kept it alive in the database. Guarded by the token, so
+    // it never touches a successor's term.
+    if (this.lastToken !== undefined && this.releaseOnStop) {
+      try {
+        await within(this.clock, this.o.database.leases.release({ name: this.name, token: this.lastToken }), bound);
+      } catch (err) {
+        this.log()?.warn({ err, lease: this.name }, 'lease release failed; it expires by itself');
       }
-      this.state = 'stopped';
-      this.releaseResource?.();
-    })();
-    return this.stopped;
+    }
   }
 
   /**
@@ -124,27 +112,27 @@ export class LeaseElector implements LeaderLease {
    * database, and this makes the elector notice (and abort the term's signal) at once.
    */
   recheck(): void {
-    if (this.state === 'running') this.interruptSleep();
+    if (this.live) this.interruptSleep();
   }
 
   private async loop(firstDelay: number): Promise<void> {
     let delay = firstDelay;
-    while (this.state === 'running') {
+    while (this.live) {
       await this.sleep(delay);
-      if (this.state !== 'running') return;
+      if (!this.live) return;
       delay = this.current ? await this.renewOnce(this.current) : await this.acquireOnce();
     }
   }
 
   /** One acquisition attempt; returns how long to wait before the next step. */
   private async acquireOnce(): Promise<number> {
-    const sentAt = performance.now();
+    const sentAt = this.clock.monotonic();
     try {
-      const won = await leaseAcquire(this.o.database.pool.pool, this.st, this.name, this.holder, this.o.ttlMs, this.lastToken);
+      const won = await this.o.database.leases.acquire({ name: this.name, holder: this.holder, ttlMs: this.o.ttlMs, lastToken: this.lastToken });
       if (!won) return this.retryDelay();
-      if (this.state !== 'running') {
-        // stop() gave up waiting for this call: hand the lease straight back.
-        void leaseRelease(this.o.database.pool.pool, this.st, this.name, won.token).catch(() => undefined);
+      if (!this.live) {
+        // stop() gave up waiting for this call (or came during the start): hand the lease straight back.
+        void this.o.database.leases.release({ name: this.name, token: won.token }).catch(() => undefined);
         return 0;
       }
       this.elect(won.token, sentAt);
@@ -157,9 +145,9 @@ export class LeaseElector implements LeaderLease {
 
   /** One renewal of `term`; returns how long to wait before the next step. */
   private async renewOnce(term: ActiveTerm): Promise<number> {
-    const sentAt = performance.now();
+    const sentAt = this.clock.monotonic();
     try {
-      const renewed = await leaseRenew(this.o.database.pool.pool, this.st, this.name, term.token, this.o.ttlMs);
+      const renewed = await this.o.database.leases.renew({ name: this.name, token: term.token, ttlMs: this.o.ttlMs });
       // The term may have ended while the call was in flight (step-down by deadline, stop):
       // a late success never revives it; the next acquisition starts a new term instead.
       if (this.current !== term) return 0;
@@ -186,7 +174,7 @@ export class LeaseElector implements LeaderLease {
       validUntil: 0,
       held: () => {
         if (this.current !== term) return false;
-        if (performance.now() < term.validUntil) return true;
+        if (this.clock.monotonic() < term.validUntil) return true;
         this.depose(term, 'expired');
         return false;
       },
@@ -204,20 +192,20 @@ export class LeaseElector implements LeaderLease {
    * (monotonic clock) is therefore before the database could let anyone else in.
    */
   private armDeadline(term: ActiveTerm, sentAt: number): void {
-    clearTimeout(term.deadline);
+    this.clock.clearTimeout(term.deadline);
     term.validUntil = sentAt + this.o.ttlMs - this.o.stepDownMarginMs;
-    const remaining = term.validUntil - performance.now();
+    const remaining = term.validUntil - this.clock.monotonic();
     if (remaining <= 0) {
       this.depose(term, 'expired');
       return;
     }
-    term.deadline = setTimeout(() => this.depose(term, 'expired'), remaining);
+    term.deadline = this.clock.setTimeout(() => this.depose(term, 'expired'), remaining);
   }
 
   private depose(term: ActiveTerm, why: Why): void {
     if (this.current !== term) return;
     this.current = undefined;
-    clearTimeout(term.deadline);
+    this.clock.clearTimeout(term.deadline);
     term.controller.abort(new LeadershipLostError(this.name, term.token, why));
     this.o.events?.emit({ type: 'leader.deposed', name: this.name, holder: this.holder, token: term.token, reason: why });
     this.notify(undefined);
@@ -245,12 +233,12 @@ export class LeaseElector implements LeaderLease {
     if (ms <= 0) return Promise.resolve();
     return new Promise((resolve) => {
       this.wakeSleep = resolve;
-      this.sleepTimer = setTimeout(resolve, ms);
+      this.sleepTimer = this.clock.setTimeout(resolve, ms);
     });
   }
 
   private interruptSleep(): void {
-    clearTimeout(this.sleepTimer);
+    this.clock.clearTimeout(this.sleepTimer);
     this.sleepTimer = undefined;
     const wake = this.wakeSleep;
     this.wakeSleep = undefined;
@@ -263,12 +251,12 @@ export class LeaseElector implements LeaderLease {
 }
 
 /** Waits for `p` at most `ms`; a rejection of `p` is thrown, a timeout is not. */
-async function within<T>(p: Promise<T> | undefined, ms: number): Promise<T | undefined> {
+async function within<T>(clock: Clock, p: Promise<T> | undefined, ms: number): Promise<T | undefined> {
   if (!p) return undefined;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: Timer | undefined;
   try {
-    return await Promise.race([p, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]);
+    return await Promise.race([p, new Promise<undefined>((resolve) => (timer = clock.setTimeout(() => resolve(undefined), ms)))]);
   } finally {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
   }
 }

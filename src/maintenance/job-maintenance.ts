@@ -1,8 +1,6 @@
 import type { Database } from '../db/database.js';
-import { dedupeKeyPrune, jobExpire, jobPrune, jobRescue } from '../db/jobs-maintenance.js';
 import type { JobState } from '../db/job-row.js';
 import type { EventBus } from '../telemetry/events.js';
-import { jobPruneKinds, jobRetentionStatements, type JobRetentionStatements } from '../db/jobs-retention.js';
 import type { KindRetention } from '../jobs/define-job.js';
 
 /** How long finished jobs are kept, per state, in ms. `false` keeps them forever. */
@@ -24,22 +22,18 @@ const BATCH = 1_000;
  * election only saves work, it never decides correctness.
  */
 export class JobMaintenance {
-  private readonly retention: JobRetentionStatements | undefined;
-
   constructor(
     private readonly db: Database,
     private readonly events: EventBus,
     /** Kinds with a retention of their own (defineJob's `retention`), by kind. */
     private readonly kinds: ReadonlyMap<string, KindRetention> = new Map(),
-  ) {
-    this.retention = kinds.size > 0 ? jobRetentionStatements(db.statements) : undefined;
-  }
+  ) {}
 
   /** Takes back jobs whose lease expired. Returns how many. */
   async rescue(): Promise<number> {
     let total = 0;
     for (;;) {
-      const rows = await jobRescue(this.db.pool.pool, this.db.maintenance, BATCH, this.db.channels.jobs);
+      const rows = await this.db.maintenance.rescue({ limit: BATCH });
       total += rows.length;
       if (this.events.active) {
         for (const r of rows) {
@@ -57,7 +51,7 @@ export class JobMaintenance {
   async expire(): Promise<number> {
     let total = 0;
     for (;;) {
-      const rows = await jobExpire(this.db.pool.pool, this.db.maintenance, BATCH);
+      const rows = await this.db.maintenance.expire({ limit: BATCH });
       total += rows.length;
       if (this.events.active) {
         for (const r of rows) this.events.emit({ type: 'job.expired', jobId: r.id, kind: r.kind, queue: r.queue, attempt: 0 });
@@ -66,7 +60,10 @@ export class JobMaintenance {
     }
   }
 
-  /** Deletes finished jobs older than their state's retention. Returns how many per state. */
+  /**
+   * Deletes finished jobs older than their state's retention. Returns how many per state. Per-kind
+   * retention lives here (which kinds, which ages) and in db/jobs-retention.ts (the statement).
+   */
   async prune(retention: Retention = DEFAULT_RETENTION): Promise<Partial<Record<JobState, number>>> {
     const result: Partial<Record<JobState, number>> = {};
     for (const [state, ms] of Object.entries({ ...DEFAULT_RETENTION, ...retention })) {
@@ -75,8 +72,8 @@ export class JobMaintenance {
       if (ms !== false && ms !== undefined) {
         for (;;) {
           const deleted = own.length
-            ? await jobPruneKinds(this.db.pool.pool, this.retention!, state, ms, BATCH, null, own.map(([k]) => k))
-            : await jobPrune(this.db.pool.pool, this.db.maintenance, state, ms, BATCH);
+            ? await this.db.retention.prune({ state, olderThanMs: ms, limit: BATCH, kinds: null, except: own.map(([k]) => k) })
+            : await this.db.maintenance.prune({ state, olderThanMs: ms, limit: BATCH });
           n += deleted;
           if (deleted < BATCH) break;
         }
@@ -86,7 +83,7 @@ export class JobMaintenance {
         const kindMs = r[state as keyof KindRetention];
         if (kindMs === false || kindMs === undefined) continue;
         for (;;) {
-          const deleted = await jobPruneKinds(this.db.pool.pool, this.retention!, state, kindMs, BATCH, [kind], []);
+          const deleted = await this.db.retention.prune({ state, olderThanMs: kindMs, limit: BATCH, kinds: [kind], except: [] });
           n += deleted;
           if (deleted < BATCH) break;
         }
@@ -94,7 +91,7 @@ export class JobMaintenance {
       if (ms !== false && ms !== undefined) result[state as JobState] = n;
       else if (n > 0) result[state as JobState] = n;
     }
-    while ((await dedupeKeyPrune(this.db.pool.pool, this.db.maintenance, BATCH)) === BATCH);
+    while ((await this.db.maintenance.pruneKeys({ limit: BATCH })) === BATCH);
     return result;
   }
 }

@@ -1,5 +1,4 @@
 import type { Executor } from '../db/executor.js';
-import { jobChange } from '../db/jobs-admin.js';
 import { artifactList, artifactRelocate, artifactSupersede } from '../db/pipelines-artifacts.js';
 import { pipelineAudit, pipelineRunList, pipelineRunLock, pipelineRunRemove, pipelineRunResume, pipelineRunStart, type RunRow } from '../db/pipelines-runs.js';
 import { stepCancelOpen, stepInsertMain, stepOpenJobs, stepReset, stepRestart } from '../db/pipelines-steps.js';
@@ -172,7 +171,7 @@ export class PipelineAdmin extends PipelineQueries {
       const run = (await pipelineRunLock(tx, this.c.st.runs, found.id))!;
       if (run.state !== 'running' && run.state !== 'held') throw new PipelineStateError(run.id, 'cancel', run.state, 'cancel applies to running and held runs');
       const jobs = await stepOpenJobs(tx, this.c.st.steps, run.id);
-      const changed = jobs.length ? await jobChange(tx, this.c.database.admin, 'cancel', { ids: jobs }, who, jobs.length, this.c.database.channels) : [];
+      const changed = jobs.length ? await this.c.database.admin.change({ action: 'cancel', filter: { ids: jobs }, who, limit: jobs.length, db: tx }) : [];
       await stepCancelOpen(tx, this.c.st.steps, run.id);
       await this.transitions.finishRun(tx, run, 'cancelled', cleanText(`cancelled by ${who.actor}${who.reason ? `: ${who.reason}` : ''}`, 2_000), null, fx);
       await this.audit(tx, run, 'pipeline-cancel', who, { jobs: changed.length }, fx);

@@ -1,5 +1,4 @@
-import type { Executor } from '../db/executor.js';
-import { serverConnections } from '../db/server-info.js';
+import type { Database } from '../db/database.js';
 import { BudgetExceededError } from '../errors.js';
 import type { PgPool } from '../db/pool.js';
 
@@ -19,8 +18,8 @@ export interface BudgetReport {
  * `replicas` processes need, against `max_connections` minus the reserved slots (seed 003: one
  * shared pool with an explicit budget).
  */
-export async function connectionBudget(db: Executor, o: { pool: number; listener: boolean; replicas: number }): Promise<BudgetReport> {
-  const server = await serverConnections(db);
+export async function connectionBudget(db: Database, o: { pool: number; listener: boolean; replicas: number }): Promise<BudgetReport> {
+  const server = await db.serverConnections();
   const listener = o.listener ? 1 : 0;
   const total = o.pool + listener;
   const fleet = total * o.replicas;
@@ -46,7 +45,7 @@ export function poolSize(o: { pool?: PgPool | undefined; maxConnections: number 
 }
 
 /** Fails closed when the configured fleet would exceed the server's connections. */
-export async function assertBudget(db: Executor, o: { pool: number; listener: boolean; replicas: number; maxPerProcess?: number }): Promise<BudgetReport> {
+export async function assertBudget(db: Database, o: { pool: number; listener: boolean; replicas: number; maxPerProcess?: number }): Promise<BudgetReport> {
   const report = await connectionBudget(db, o);
   if (o.maxPerProcess !== undefined && report.perProcess.total > o.maxPerProcess) {
     throw new BudgetExceededError(

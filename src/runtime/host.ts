@@ -1,18 +1,21 @@
 import type { Database } from '../db/database.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, MissingEnvError } from '../errors.js';
 import { Listener } from '../db/listener.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import { DaemonRunner } from '../leadership/daemon-runner.js';
 import type { DaemonDefinition } from '../leadership/define-daemon.js';
 import { LeaseElector } from '../leadership/lease-elector.js';
-import { PeriodicTask } from '../lifecycle/periodic.js';
+import type { Clock } from '../lifecycle/clock.js';
+import { BaseService, ServiceGroup, type Service } from '../lifecycle/service.js';
 import type { JobMaintenance } from '../maintenance/job-maintenance.js';
-import type { RolePlan } from '../roles/role-plan.js';
+import { MAINTENANCE_LEASE, MaintenanceService } from '../maintenance/maintenance-service.js';
+import { missingEnv, type RolePlan } from '../roles/role-plan.js';
 import { workerError, type EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import { Worker } from '../worker/worker.js';
 import type { ResolvedOptions } from './client-options.js';
+import { assertBudget, poolSize } from './budget.js';
 import { ProcessRegistry } from './process-registry.js';
 import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import { ScheduleTicker } from '../schedules/schedule-ticker.js';
@@ -31,6 +34,8 @@ export interface HostDeps {
   daemons: readonly DaemonDefinition[];
   schedules: readonly ScheduleDefinition[];
   consumers: readonly ConsumerDefinition[];
+  /** Where every service reads time and sets timers. Default: the system clock. */
+  clock?: Clock;
 }
 
 /** How a worker hears of new jobs, and why when it only polls (see {@link Host.wakeups}). */
@@ -47,14 +52,6 @@ const UNPROVEN_HINT =
 /** How long the listener waits for its own notification after (re)connecting. */
 const PROOF_TIMEOUT_MS = 5_000;
 
-/** The lease name of leader-only maintenance (rescue, expiry, pruning, process clean-up). */
-export const MAINTENANCE_LEASE = 'nightshift:maintenance';
-
-/** The maintenance leader's lease for a given job lease: the job lease, within 3 to 15 s. */
-export function maintenanceLeaseMs(jobLeaseMs: number): number {
-  return Math.min(15_000, Math.max(3_000, jobLeaseMs));
-}
-
 /**
  * The queues a process claims: those its roles plan, each with the concurrency `queues` gives it
  * (Infinity: only the process limit). `queues` never adds or drops a queue — a shared list used to
@@ -66,23 +63,27 @@ export function withQueueLimits(planned: ReadonlyMap<string, number>, limits: Re
 
 /**
  * The long-lived parts of one process, for the roles it was given: the worker and its listener,
- * daemons, leader-elected maintenance, and the process registry. Started in dependency order,
- * stopped in reverse; stop is safe at any point of a failed start.
+ * schedule ticks, daemons, stream consumers, leader-elected maintenance, and the process
+ * registry. They are one ordered list of services: started in that order, stopped in reverse
+ * (registry first, then maintenance, consumers — their handlers may use the pool or enqueue —
+ * daemons, which release their leases, ticks, the worker, its listener last); a start that fails
+ * part-way stops what had started.
  */
-export class Host {
+export class Host extends BaseService {
   private worker: Worker | undefined;
   private listener: Listener | undefined;
   private daemons: DaemonRunner | undefined;
-  private maintenanceLeader: LeaseElector | undefined;
-  private tasks: PeriodicTask[] = [];
+  private maintenance: MaintenanceService | undefined;
   private registry: ProcessRegistry | undefined;
-  private ticker: ScheduleTicker | undefined;
   private consumers: ConsumerRunner | undefined;
+  private parts: ServiceGroup | undefined;
 
   constructor(
     private readonly d: HostDeps,
     readonly plan: RolePlan,
-  ) {}
+  ) {
+    super({ name: `host ${d.options.owner}`, kind: 'host', logger: d.logger, clock: d.clock });
+  }
 
   get runningJobs(): number {
     return this.worker?.running ?? 0;
@@ -126,7 +127,7 @@ export class Host {
   /** Leader leases this process holds now (daemons, maintenance, singletons). */
   leadership(): string[] {
     const held = (this.daemons?.status() ?? []).filter((d) => d.leader).map((d) => d.leaseName);
-    if (this.maintenanceLeader?.term) held.push(MAINTENANCE_LEASE);
+    if (this.maintenance?.leading) held.push(MAINTENANCE_LEASE);
     const active = new Set(this.consumers?.active ?? []);
     for (const c of this.d.consumers) if (c.singleton && active.has(c.name)) held.push(consumerLeaseName(c));
     return held;
@@ -136,15 +137,49 @@ export class Host {
     this.listener?.dropConnection();
   }
 
-  async start(): Promise<void> {
+  /**
+   * Checks what the roles need — their environment, the schema, the connection budget — and
+   * registers the kinds (nothing starts when a check fails), then starts the services in order.
+   */
+  protected async onStart(): Promise<void> {
     const o = this.d.options;
+    const missing = missingEnv(this.plan, process.env);
+    if (missing.length) throw new MissingEnvError(missing);
+    const { newer } = await this.d.database.checkMigrated();
+    // A newer version migrated the schema with migrations this code may run beside (rolling deploy).
+    if (newer.length) this.d.events.emit({ type: 'schema.newer', schema: this.d.database.schema, versions: newer });
+    if (o.budget) {
+      await assertBudget(this.d.database, {
+        pool: poolSize(o),
+        listener: o.listen,
+        replicas: o.budget.replicas ?? 1,
+        ...(o.budget.maxConnectionsPerProcess !== undefined ? { maxPerProcess: o.budget.maxConnectionsPerProcess } : {}),
+      });
+    }
+    await this.d.database.queues.registerKinds(this.d.registry.kindRows());
+    await this.d.database.queues.setPayloadLimit(o.maxPayloadBytes);
+    this.parts = new ServiceGroup(`services ${this.d.options.owner}`, this.build(), { logger: this.logger, clock: this.clock });
+    await this.parts.start();
+    this.d.events.emit({ type: 'process.started', id: this.registry?.id ?? this.d.options.owner, roles: this.plan.roles });
+  }
+
+  protected async onStop(): Promise<void> {
+    if (this.state === 'stopping') this.d.events.emit({ type: 'process.stopping', id: this.registry?.id ?? this.d.options.owner });
+    await this.parts?.stop();
+  }
+
+  /** The services of this process's roles, in start order; a configuration they cannot run with fails here, before any starts. */
+  private build(): Service[] {
+    const o = this.d.options;
+    const d = this.d;
+    const services: Service[] = [];
     const queues = withQueueLimits(this.plan.queues, o.queues);
     if (this.plan.kinds.length > 0 && queues.size > 0) {
-      this.worker = new Worker(
-        this.d.database,
-        this.d.registry,
-        this.d.enqueuer,
-        {
+      this.worker = new Worker({
+        database: d.database,
+        registry: d.registry,
+        enqueuer: d.enqueuer,
+        settings: {
           owner: o.owner,
           concurrency: o.concurrency,
           queues,
@@ -160,131 +195,87 @@ export class Host {
           shutdownGraceMs: o.shutdownGraceMs,
           abortGraceMs: Math.min(5_000, Math.max(500, o.shutdownGraceMs / 5)),
         },
-        this.d.events,
-        this.d.logger,
-      );
-      if (o.listen) await this.startListener(this.worker);
-      this.worker.start();
-    }
-    const schedules = this.d.schedules.filter((sc) => this.plan.schedules.includes(sc.name));
-    if (schedules.length > 0) {
-      this.ticker = new ScheduleTicker({
-        database: this.d.database,
-        enqueuer: this.d.enqueuer,
-        registry: this.d.registry,
-        schedules,
-        events: this.d.events,
-        logger: this.d.logger,
+        events: d.events,
+        logger: d.logger,
+        clock: this.clock,
       });
-      await this.ticker.start();
+      // The listener first: the worker's first claim follows its (re)connect.
+      if (o.listen) services.push((this.listener = this.makeListener(this.worker)));
+      services.push(this.worker);
     }
-    const daemons = this.d.daemons.filter((dm) => this.plan.daemons.includes(dm.name));
+    const schedules = d.schedules.filter((sc) => this.plan.schedules.includes(sc.name));
+    if (schedules.length > 0) {
+      services.push(
+        new ScheduleTicker({ database: d.database, enqueuer: d.enqueuer, registry: d.registry, schedules, events: d.events, logger: d.logger, clock: this.clock }),
+      );
+    }
+    const daemons = d.daemons.filter((dm) => this.plan.daemons.includes(dm.name));
     if (daemons.length > 0) {
-      this.daemons = new DaemonRunner({ database: this.d.database, daemons, holder: o.owner, events: this.d.events, logger: this.d.logger, logErrorMessages: o.logErrorMessages });
-      await this.daemons.start();
+      this.daemons = new DaemonRunner({ database: d.database, daemons, holder: o.owner, events: d.events, logger: d.logger, logErrorMessages: o.logErrorMessages, clock: this.clock });
+      services.push(this.daemons);
     }
-    const consumers = this.d.consumers.filter((c) => this.plan.consumers.includes(c.name));
+    const consumers = d.consumers.filter((c) => this.plan.consumers.includes(c.name));
     if (consumers.length > 0) {
       if (!o.redisUrl) {
         throw new ConfigError('nightshift options', [{ path: 'redisUrl', message: `consumers ${consumers.map((c) => c.name).join(', ')} need Redis: give redisUrl or set REDIS_URL` }]);
       }
-      const d = this.d;
       this.consumers = new ConsumerRunner({
-        redisUrl: o.redisUrl!,
+        redisUrl: o.redisUrl,
         consumers,
         owner: o.owner,
         events: d.events,
         logger: d.logger,
         shutdownGraceMs: o.shutdownGraceMs,
         // Singleton consumers are elected through the same lease rows as daemons.
-        leaderLease: (name) => new LeaseElector({ database: d.database, name, holder: o.owner, events: d.events, logger: d.logger }),
+        leaderLease: (name) => new LeaseElector({ database: d.database, name, holder: o.owner, events: d.events, logger: d.logger, clock: this.clock }),
       });
-      await this.consumers.start();
+      services.push(this.consumers);
     }
-    if (o.maintenance) await this.startMaintenance();
+    if (o.maintenance) {
+      this.maintenance = new MaintenanceService({
+        database: d.database,
+        maintenance: d.maintenance,
+        events: d.events,
+        holder: o.owner,
+        jobLeaseMs: o.leaseMs,
+        intervalMs: o.maintenanceIntervalMs,
+        retention: o.retention,
+        logger: d.logger,
+        clock: this.clock,
+      });
+      services.push(this.maintenance);
+    }
     if (o.registerProcess) {
       const planned = { kinds: this.plan.kinds, queues: [...queues.keys()], schedules: this.plan.schedules, daemons: this.plan.daemons, consumers: this.plan.consumers };
-      this.registry = new ProcessRegistry(
-        this.d.database,
-        this.plan.roles,
+      this.registry = new ProcessRegistry({
+        database: d.database,
+        roles: this.plan.roles,
         // Read at every heartbeat: `nightshift workers` shows what each process runs now.
-        () => ({ ...planned, activeConsumers: this.consumers?.active ?? [], concurrency: o.concurrency, running: this.runningJobs, leading: this.leadership() }),
-        Math.min(10_000, o.heartbeatMs),
-        (err) => this.d.events.emit(workerError('process registry', err)),
-      );
-      await this.registry.start();
+        info: () => ({ ...planned, activeConsumers: this.consumers?.active ?? [], concurrency: o.concurrency, running: this.runningJobs, leading: this.leadership() }),
+        heartbeatMs: Math.min(10_000, o.heartbeatMs),
+        onError: (err) => d.events.emit(workerError('process registry', err)),
+        clock: this.clock,
+      });
+      services.push(this.registry);
     }
-    this.d.events.emit({ type: 'process.started', id: this.registry?.id ?? o.owner, roles: this.plan.roles });
+    return services;
   }
 
-  /** Stops in reverse order: registry, schedule ticks (nothing new is enqueued), maintenance, daemons (their leases released), worker, listener. */
-  async stop(): Promise<void> {
-    this.d.events.emit({ type: 'process.stopping', id: this.registry?.id ?? this.d.options.owner });
-    await this.registry?.stop();
-    await this.ticker?.stop();
-    // Consumers first among the workers: their handlers may use the pool or enqueue jobs.
-    await this.consumers?.stop();
-    await this.stopMaintenanceTasks();
-    await this.maintenanceLeader?.stop();
-    await this.daemons?.stop();
-    await this.worker?.stop();
-    await this.listener?.stop();
-  }
-
-  /** Rescue, expiry and pruning run on the elected leader only: one statement each per tick for the whole fleet. */
-  private async startMaintenance(): Promise<void> {
-    const o = this.d.options;
-    // The leader's term is no longer than a job lease (within 3 to 15 s): when the leader dies,
-    // rescue of its jobs — and of everyone's — resumes about as soon as those leases expire,
-    // rather than a fixed 15 s + retry later (measured by the fault harness, docs/reliability.md).
-    const ttlMs = maintenanceLeaseMs(o.leaseMs);
-    const leader = new LeaseElector({ database: this.d.database, name: MAINTENANCE_LEASE, holder: o.owner, ttlMs, events: this.d.events, logger: this.d.logger });
-    this.maintenanceLeader = leader;
-    leader.onChange((term) => {
-      if (term) this.startMaintenanceTasks();
-      else void this.stopMaintenanceTasks();
-    });
-    await leader.start();
-  }
-
-  private startMaintenanceTasks(): void {
-    if (this.tasks.length) return;
-    const m = this.d.maintenance;
-    const events = this.d.events;
-    const onError = (task: string) => (err: unknown) => events.emit(workerError(`maintenance ${task}`, err));
-    const report = (task: string) => (count: number) => {
-      if (count > 0) events.emit({ type: 'maintenance.ran', task, count });
-    };
-    const every = this.d.options.maintenanceIntervalMs;
-    this.tasks = [
-      new PeriodicTask('rescue', every, () => m.rescue().then(report('rescue')), onError('rescue')),
-      new PeriodicTask('expire', every, () => m.expire().then(report('expire')), onError('expire')),
-      new PeriodicTask('prune', Math.max(every, 60_000), () => m.prune(this.d.options.retention), onError('prune')),
-    ];
-    for (const t of this.tasks) t.start({ runNow: true });
-  }
-
-  private async stopMaintenanceTasks(): Promise<void> {
-    const tasks = this.tasks;
-    this.tasks = [];
-    await Promise.all(tasks.map((t) => t.stop()));
-  }
-
-  private async startListener(worker: Worker): Promise<void> {
+  private makeListener(worker: Worker): Listener {
     const o = this.d.options;
     const { jobs, control } = this.d.database.channels;
-    const poolOptions = (this.d.database.pool.pool as unknown as { options?: Record<string, unknown> }).options;
     const url = o.listenDatabaseUrl ?? o.databaseUrl;
-    this.listener = new Listener(
+    return new Listener(
       {
-        ...(url ? { connectionString: url } : { clientConfig: poolOptions ?? {} }),
+        ...(url ? { connectionString: url } : { clientConfig: this.d.database.pool.clientConfig() }),
         channels: [jobs, control],
         // Sent through the pool, as every real notification is; on a channel of its own, so no
         // worker anywhere is woken by it.
-        proof: { via: this.d.database.pool.pool, timeoutMs: PROOF_TIMEOUT_MS },
+        proof: { via: this.d.database.executor, timeoutMs: PROOF_TIMEOUT_MS },
         healthCheckMs: 15_000,
         maxReconnectDelayMs: 5_000,
         applicationName: `nightshift:${o.owner}`,
+        clock: this.clock,
       },
       {
         onNotify: (channel, payload) => {
@@ -313,6 +304,5 @@ export class Host {
           ),
       },
     );
-    await this.listener.start();
   }
 }

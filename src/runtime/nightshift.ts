@@ -1,9 +1,8 @@
 import { Database } from '../db/database.js';
-import { assertMigrated, migrate, type MigrateResult } from '../db/migrator.js';
+import type { MigrateResult } from '../db/migrator.js';
 import { createPool, type PoolHandle } from '../db/pool.js';
-import { kindRegister, settingPayloadLimit } from '../db/queues.js';
+import { preparedStatementsOffHint } from '../db/statements.js';
 import type { Executor } from '../db/executor.js';
-import { StoppedError } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { EnqueueOptions, EnqueueResult } from '../jobs/enqueue-options.js';
 import { Enqueuer, type EnqueueManyOptions } from '../jobs/enqueuer.js';
@@ -14,29 +13,25 @@ import { JobMaintenance, type Retention } from '../maintenance/job-maintenance.j
 import { EventBus, type EventListener } from '../telemetry/events.js';
 import { createLogger, logEvents, type Logger } from '../telemetry/logger.js';
 import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './client-options.js';
-import { ConfigError, MissingEnvError } from '../errors.js';
-import { missingEnv, planRoles, type RolePlan } from '../roles/role-plan.js';
+import { ConfigError, StoppedError } from '../errors.js';
+import { planRoles, type RolePlan } from '../roles/role-plan.js';
 import { listProcesses } from './process-registry.js';
 import { Host, type Wakeups } from './host.js';
-import { jobLogList, jobLogStatements, type JobLogLine } from '../db/job-logs.js';
+import type { JobLogLine } from '../db/job-logs.js';
 import { StreamClient } from '../streams/stream-client.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
 import type { StreamsDiagnosis } from '../streams/diagnose-streams.js';
 import { OpsServer } from './ops-server.js';
-import { NightshiftMetrics } from '../telemetry/metrics.js';
+import type { NightshiftMetrics } from '../telemetry/metrics.js';
 import type { Registry } from 'prom-client';
-import { jobDepth, type DepthRow } from '../db/jobs-admin.js';
+import { clientMetrics } from './client-metrics.js';
+import { systemClock } from '../lifecycle/clock.js';
 import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type ScheduleTickRecord, type TriggerResult } from '../schedules/schedule-admin.js';
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
-import { assertBudget, connectionBudget, poolSize, type BudgetReport } from './budget.js';
-import type { ProcessRow } from '../db/processes.js';
+import { connectionBudget, poolSize, type BudgetReport } from './budget.js';
+import type { ProcessRecord } from '../db/processes.js';
 import { PIPELINE_SWEEP_DAEMON, PipelineEngine } from '../pipelines/pipeline-engine.js';
 import type { PipelineAdmin } from '../pipelines/pipeline-admin.js';
-
-const PREPARED_POOLER_HINT =
-  "connected through a connection pooler (its cancel key is not the server's): nightshift sends unnamed statements there, as named ones collide in transaction mode; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) to say so up front, or true for a session-mode pool (docs/poolers.md)";
-const PREPARED_COLLISION_HINT =
-  'a named statement collided (as behind a transaction-mode pooler, which shares server connections): nightshift sends unnamed statements for the rest of this process; set preparedStatements: false (database.preparedStatements in nightshift.config.ts) behind such a pooler (docs/poolers.md)';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -73,7 +68,7 @@ export class Nightshift extends JobAdmin {
     });
     const events = new EventBus();
     const database = new Database(pool, options.schema, options.preparedStatements, (off) =>
-      events.emit({ type: 'database.prepared-statements-off', ...off, hint: off.cause === 'pooler' ? PREPARED_POOLER_HINT : PREPARED_COLLISION_HINT }),
+      events.emit({ type: 'database.prepared-statements-off', ...off, hint: preparedStatementsOffHint(off) }),
     );
     const logger = options.logger ?? createLogger({ redact: options.redact });
     // Pipelines' step and starter kinds join the client's jobs (the registry, the roles, the
@@ -90,7 +85,7 @@ export class Nightshift extends JobAdmin {
     });
     const jobs = engine.size > 0 ? [...options.jobs, ...engine.jobs] : options.jobs;
     const registry = new JobRegistry(jobs);
-    super(database, options.actor, events, (kind) => registry.get(kind));
+    super({ database, actor: options.actor, events, definitions: (kind) => registry.get(kind) });
     this.events = events;
     this.options = engine.size > 0 ? Object.freeze({ ...options, jobs }) : options;
     this.pool = pool;
@@ -99,10 +94,14 @@ export class Nightshift extends JobAdmin {
     this.engine = engine;
     this.pipelines = engine.admin;
     this.unlog = logEvents(this.events, this.logger, { errorMessages: options.logErrorMessages });
-    this.enqueuer = new Enqueuer(database, this.registry, options.maxPayloadBytes, this.events, {
-      maxInFlight: options.enqueueBatchInFlight,
-      maxBatch: 1_000,
-    }, options.logErrorMessages);
+    this.enqueuer = new Enqueuer({
+      database,
+      registry: this.registry,
+      maxPayloadBytes: options.maxPayloadBytes,
+      events: this.events,
+      batching: { maxInFlight: options.enqueueBatchInFlight, maxBatch: 1_000 },
+      errorMessages: options.logErrorMessages,
+    });
     engine.attach(this.enqueuer);
     // Kinds with a retention of their own (pipeline steps keep their jobs and logs as long as their runs).
     this.maintenance = new JobMaintenance(database, this.events, new Map(registry.all().filter((d) => d.retention).map((d) => [d.kind, d.retention!])));
@@ -142,12 +141,12 @@ export class Nightshift extends JobAdmin {
 
   /** The shared pool, as an executor for your own queries. */
   get db(): Executor {
-    return this.pool.pool;
+    return this.database.executor;
   }
 
   /** Creates or upgrades the schema (safe to run from many replicas at once) and registers this client's kinds. */
   async migrate(): Promise<MigrateResult> {
-    const result = await migrate(this.pool, this.database.schema);
+    const result = await this.database.migrate();
     await this.register();
     return result;
   }
@@ -157,12 +156,12 @@ export class Nightshift extends JobAdmin {
    * rolled back when it throws. Pass `tx` as `{ db: tx }` to enqueue (or audit) inside it.
    */
   transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-    return this.pool.transaction(fn);
+    return this.database.transaction(fn);
   }
 
   /** Throws NS_NOT_MIGRATED (or NS_SCHEMA_TOO_NEW) unless the schema has exactly this version's migrations. */
   async checkMigrated(): Promise<void> {
-    await assertMigrated(this.pool.pool, this.database.schema);
+    await this.database.checkMigrated();
   }
 
   /** Enqueues one job; resolves once it is committed (or part of your transaction with `{ db }`). */
@@ -202,20 +201,6 @@ export class Nightshift extends JobAdmin {
     try {
       const o = this.options;
       const plan = this.planRoles();
-      const missing = missingEnv(plan, process.env);
-      if (missing.length) throw new MissingEnvError(missing);
-      const { newer } = await assertMigrated(this.pool.pool, this.database.schema);
-      // A newer version migrated the schema with migrations this code may run beside (rolling deploy).
-      if (newer.length) this.events.emit({ type: 'schema.newer', schema: this.database.schema, versions: newer });
-      if (o.budget) {
-        await assertBudget(this.pool.pool, {
-          pool: poolSize(o),
-          listener: o.listen,
-          replicas: o.budget.replicas ?? 1,
-          ...(o.budget.maxConnectionsPerProcess !== undefined ? { maxPerProcess: o.budget.maxConnectionsPerProcess } : {}),
-        });
-      }
-      await this.register();
       this.host = new Host(
         {
           database: this.database,
@@ -308,7 +293,8 @@ export class Nightshift extends JobAdmin {
 
   /** What this process hosts for its roles (validated: an unknown role throws NS_UNKNOWN_ROLE). */
   planRoles(): RolePlan {
-    this.plan_ ??= planRoles(
+    if (this.plan_) return this.plan_;
+    this.plan_ = planRoles(
       {
         jobs: this.registry.all().map((d) => ({ kind: d.kind, queue: d.queue, requiredEnv: d.requiredEnv ?? [] })),
         schedules: this.options.schedules.map((sc) => sc.name),
@@ -326,13 +312,13 @@ export class Nightshift extends JobAdmin {
   }
 
   /** Live processes of the fleet: host, pid, roles, version, what they host, last seen. */
-  listProcesses(): Promise<ProcessRow[]> {
+  listProcesses(): Promise<ProcessRecord[]> {
     return listProcesses(this.database);
   }
 
   /** Connections one process of this shape (pool + listener) and `replicas` of them need, against the server. */
   connectionBudget(options: { replicas?: number } = {}): Promise<BudgetReport> {
-    return connectionBudget(this.pool.pool, { pool: poolSize(this.options), listener: this.options.listen, replicas: options.replicas ?? 1 });
+    return connectionBudget(this.database, { pool: poolSize(this.options), listener: this.options.listen, replicas: options.replicas ?? 1 });
   }
 
   /**
@@ -341,26 +327,13 @@ export class Nightshift extends JobAdmin {
    * Pass your registry to merge them into yours.
    */
   metrics(options: { registry?: Registry; prefix?: string } = {}): NightshiftMetrics {
-    if (this.metrics_) return this.metrics_;
-    let cache: { at: number; rows: Promise<DepthRow[]> } | undefined;
-    const depth = () => {
-      // Scrapes from several Prometheus servers within a few seconds share one query.
-      if (!cache || Date.now() - cache.at > 5_000) {
-        const rows = jobDepth(this.pool.pool, this.database.admin);
-        rows.catch(() => (cache = undefined));
-        cache = { at: Date.now(), rows };
-      }
-      return cache.rows;
-    };
-    this.metrics_ = new NightshiftMetrics(
-      this.events,
+    this.metrics_ ??= clientMetrics(
       {
-        // A scrape during an outage (or after stop) reports no depth rather than failing the scrape.
-        queues: async () =>
-          this.state === 'stopped'
-            ? []
-            : (await depth().catch(() => [] as DepthRow[])).map((r) => ({ queue: r.queue, state: r.state, count: r.count, oldestAvailableSeconds: r.oldest_available_seconds })),
-        pool: () => this.pool.stats(),
+        database: this.database,
+        events: this.events,
+        pool: this.pool,
+        clock: systemClock,
+        stopped: () => this.state === 'stopped',
         leadership: () => this.host?.leadership() ?? [],
         listenerProven: () => this.host?.listenerProven,
       },
@@ -394,7 +367,7 @@ export class Nightshift extends JobAdmin {
   /** What a job's handler logged with `ctx.log`, by attempt (bounded per attempt; deleted with the job). */
   async jobLogs(id: string, options: { limit?: number } = {}): Promise<JobLogLine[]> {
     await this.getJob(id);
-    return jobLogList(this.pool.pool, jobLogStatements(this.database.statements), id, Math.min(Math.max(1, options.limit ?? 1_000), 10_000));
+    return this.database.jobLogs.list({ jobId: id, limit: Math.min(Math.max(1, options.limit ?? 1_000), 10_000) });
   }
 
   /** Whether this client is started and not stopping: what `/readyz` reports. */
@@ -406,8 +379,8 @@ export class Nightshift extends JobAdmin {
   async serveOps(options: { port: number; host?: string }): Promise<{ host: string; port: number }> {
     if (!this.ops) {
       const metrics = this.metrics();
-      this.ops = new OpsServer(
-        {
+      const ops = new OpsServer({
+        source: {
           metrics: () => metrics.text(),
           ready: () => this.ready,
           status: () => {
@@ -421,10 +394,12 @@ export class Nightshift extends JobAdmin {
             };
           },
         },
-        options.port,
-        options.host,
-      );
-      await this.ops.start();
+        port: options.port,
+        host: options.host,
+        logger: this.logger,
+      });
+      await ops.start();
+      this.ops = ops;
     }
     return this.ops.address!;
   }
@@ -440,8 +415,8 @@ export class Nightshift extends JobAdmin {
   }
 
   private async register(): Promise<void> {
-    await kindRegister(this.pool.pool, this.database.queues, this.registry.kindRows());
-    await settingPayloadLimit(this.pool.pool, this.database.queues, this.options.maxPayloadBytes);
+    await this.database.queues.registerKinds(this.registry.kindRows());
+    await this.database.queues.setPayloadLimit(this.options.maxPayloadBytes);
   }
 }
 

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { PortUnavailableError } from '../errors.js';
-import { trackResource } from '../lifecycle/resources.js';
+import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 
 /** What the ops endpoints report. */
 export interface OpsSource {
@@ -12,20 +12,33 @@ export interface OpsSource {
   status(): Record<string, unknown>;
 }
 
+/** Where the ops endpoints are served, and what they report. */
+export interface OpsServerOptions extends ServiceOptions {
+  source: OpsSource;
+  /** 0 picks a free port. */
+  port: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+}
+
 /**
  * `/metrics`, `/healthz` and `/readyz` for orchestrators, on a port of their own (node's http
  * module: three read-only endpoints do not need a framework, and every worker runs this). Binds to
  * 127.0.0.1 unless told otherwise: metrics are not meant for the open network.
  */
-export class OpsServer {
+export class OpsServer extends BaseService {
   private server: Server | undefined;
-  private release: (() => void) | undefined;
+  private readonly source: OpsSource;
+  private readonly port: number;
+  private readonly host: string;
 
-  constructor(
-    private readonly source: OpsSource,
-    private readonly port: number,
-    private readonly host = '127.0.0.1',
-  ) {}
+  constructor(o: OpsServerOptions) {
+    const host = o.host ?? '127.0.0.1';
+    super({ name: `${host}:${o.port}`, kind: 'ops-server', restartable: true, logger: o.logger, clock: o.clock });
+    this.source = o.source;
+    this.port = o.port;
+    this.host = host;
+  }
 
   /** The bound port (useful with port 0). */
   get address(): { host: string; port: number } | undefined {
@@ -33,8 +46,7 @@ export class OpsServer {
     return a && typeof a === 'object' ? { host: a.address, port: a.port } : undefined;
   }
 
-  async start(): Promise<void> {
-    if (this.server) return;
+  protected async onStart(): Promise<void> {
     const server = createServer((req, res) => void this.handle(req, res));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
@@ -49,10 +61,9 @@ export class OpsServer {
         resolve();
       });
     });
-    this.release = trackResource('ops-server', `${this.host}:${this.address?.port}`);
   }
 
-  async stop(): Promise<void> {
+  protected async onStop(): Promise<void> {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
@@ -60,7 +71,6 @@ export class OpsServer {
       server.close(() => resolve());
       server.closeAllConnections();
     });
-    this.release?.();
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Database } from '../db/database.js';
-import { processList, processRemove, processRemoveLapsed, processStatements, processUpsert, type ProcessRow } from '../db/processes.js';
+import type { ProcessRecord } from '../db/processes.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
+import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import { nightshiftVersion } from './version.js';
 
 /** What a process hosts and what it runs now: the `info` of its registry row, refreshed every heartbeat. */
@@ -23,44 +24,50 @@ export interface ProcessInfo {
   leading: string[];
 }
 
+/** What the registry is built from. */
+export interface ProcessRegistryOptions extends ServiceOptions {
+  database: Database;
+  roles: string[];
+  /** Read at every heartbeat: what the process hosts and runs now. */
+  info: () => ProcessInfo;
+  heartbeatMs: number;
+  onError: (err: unknown) => void;
+}
+
 /**
  * Registers this process (host, pid, roles, version, what it hosts and runs), refreshes that and
  * `last_seen_at` every `heartbeatMs`, and removes it on a clean stop. Processes that stop
  * heartbeating (killed) are removed by any other process after `3 × heartbeatMs`.
  */
-export class ProcessRegistry {
+export class ProcessRegistry extends BaseService {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-  private readonly st;
   private readonly task: PeriodicTask;
-  private started = false;
+  private readonly db: Database;
+  private readonly roles: string[];
+  private readonly info: () => ProcessInfo;
+  private readonly heartbeatMs: number;
 
-  constructor(
-    private readonly db: Database,
-    private readonly roles: string[],
-    private readonly info: () => ProcessInfo,
-    private readonly heartbeatMs: number,
-    onError: (err: unknown) => void,
-  ) {
-    this.st = processStatements(db.statements);
-    this.task = new PeriodicTask('process heartbeat', heartbeatMs, () => this.beat(), onError, 0.1);
+  constructor(o: ProcessRegistryOptions) {
+    super({ name: 'process registry', kind: 'registry', restartable: true, logger: o.logger, clock: o.clock });
+    this.db = o.database;
+    this.roles = o.roles;
+    this.info = o.info;
+    this.heartbeatMs = o.heartbeatMs;
+    this.task = new PeriodicTask({ name: 'process heartbeat', intervalMs: o.heartbeatMs, task: () => this.beat(), onError: o.onError, jitter: 0.1, clock: this.clock });
   }
 
-  async start(): Promise<void> {
-    if (this.started) return;
-    this.started = true;
+  protected async onStart(): Promise<void> {
     await this.beat();
-    this.task.start();
+    await this.task.start();
   }
 
-  async stop(): Promise<void> {
-    if (!this.started) return;
-    this.started = false;
+  protected async onStop(): Promise<void> {
     await this.task.stop();
-    await processRemove(this.db.pool.pool, this.st, this.id).catch(() => undefined);
+    await this.db.processes.remove(this.id).catch(() => undefined);
   }
 
   private async beat(): Promise<void> {
-    await processUpsert(this.db.pool.pool, this.st, {
+    await this.db.processes.upsert({
       id: this.id,
       host: hostname(),
       pid: process.pid,
@@ -68,11 +75,11 @@ export class ProcessRegistry {
       version: nightshiftVersion(),
       info: this.info(),
     });
-    await processRemoveLapsed(this.db.pool.pool, this.st, this.heartbeatMs * 3);
+    await this.db.processes.removeLapsed({ olderThanMs: this.heartbeatMs * 3 });
   }
 }
 
 /** Every registered process. */
-export function listProcesses(db: Database): Promise<ProcessRow[]> {
-  return processList(db.pool.pool, processStatements(db.statements));
+export function listProcesses(db: Database): Promise<ProcessRecord[]> {
+  return db.processes.list();
 }

@@ -1,20 +1,6 @@
 import type { Database } from '../db/database.js';
 import type { JobState } from '../db/job-row.js';
-import {
-  databaseNow,
-  scheduleAdvance,
-  scheduleAudit,
-  scheduleList,
-  schedulePause,
-  scheduleEnsure,
-  scheduleStatements,
-  tickList,
-  tickManualInsert,
-  tickUpdate,
-  type ScheduleListRow,
-  type ScheduleStatements,
-  type TickOutcome,
-} from '../db/schedules.js';
+import type { ScheduleListRow, ScheduleQueries, TickOutcome } from '../db/schedules.js';
 import { OptionsInvalidError, type Issue } from '../errors.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
@@ -87,7 +73,7 @@ export interface TriggerResult {
  */
 export class ScheduleAdmin {
   private readonly set: ScheduleSet;
-  private readonly st: ScheduleStatements;
+  private readonly st: ScheduleQueries;
   private readonly events: EventBus;
 
   constructor(
@@ -102,7 +88,7 @@ export class ScheduleAdmin {
     },
   ) {
     this.set = new ScheduleSet(options.schedules, options.registry);
-    this.st = scheduleStatements(options.database.statements);
+    this.st = options.database.schedules;
     this.events = options.events ?? new EventBus();
   }
 
@@ -115,12 +101,11 @@ export class ScheduleAdmin {
   async triggerSchedule(name: string, payload?: unknown, options: ScheduleActorOptions = {}): Promise<TriggerResult> {
     const entry = this.set.require(name);
     const who = checkActor(options, this.options.actor);
-    const pool = this.options.database.pool;
-    await scheduleEnsure(pool.pool, this.st, { name, spec: entry.def.spec, kind: entry.def.kind });
-    const result = await pool.transaction(async (tx) => {
+    await this.st.ensure({ name, spec: entry.def.spec, kind: entry.def.kind });
+    const result = await this.options.database.transaction(async (tx) => {
       let at: Date | undefined;
       // Two manual ticks in the same millisecond share a key; the clock moves on for the retry.
-      for (let i = 0; i < 5 && !at; i++) at = await tickManualInsert(tx, this.st, name);
+      for (let i = 0; i < 5 && !at; i++) at = await this.st.tickManualInsert({ tx, name });
       if (!at) throw new OptionsInvalidError('trigger', [{ path: 'name', message: 'could not stamp a manual tick; try again' }]);
       const { id } = await enqueueTickJob(
         this.options.enqueuer,
@@ -129,9 +114,9 @@ export class ScheduleAdmin {
         scheduleTick(entry.def, at, true),
         payload === undefined ? undefined : { value: payload },
       );
-      await tickUpdate(tx, this.st, { schedule: name, at, outcome: 'manual', jobId: id, error: null });
-      await scheduleAdvance(tx, this.st, name, null, id);
-      await scheduleAudit(tx, this.st, { actor: who.actor, action: 'schedule-trigger', name, reason: who.reason, details: { jobId: id, at } });
+      await this.st.tickUpdate({ tx, tick: { schedule: name, at, outcome: 'manual', jobId: id, error: null } });
+      await this.st.advance({ tx, name, lastTickAt: null, lastJobId: id });
+      await this.st.audit({ tx, entry: { actor: who.actor, action: 'schedule-trigger', name, reason: who.reason, details: { jobId: id, at } } });
       return { schedule: name, at, jobId: id };
     });
     this.events.emit({ type: 'schedule.fired', schedule: name, tickAt: result.at, jobId: result.jobId, kind: entry.job.kind, manual: true, late: false });
@@ -144,7 +129,7 @@ export class ScheduleAdmin {
     if (!Number.isInteger(n) || n < 0 || n > 100) {
       throw new OptionsInvalidError('listSchedules options', [{ path: 'next', message: 'must be an integer from 0 to 100' }]);
     }
-    const rows = await scheduleList(this.options.database.pool.pool, this.st, null);
+    const rows = await this.st.list(null);
     const byName = new Map(rows.map((r) => [r.name, r]));
     const now = rows[0]?.now.getTime() ?? (await this.dbNow());
     const names = [...new Set([...this.set.names(), ...rows.map((r) => r.name)])].sort();
@@ -161,7 +146,7 @@ export class ScheduleAdmin {
       issues.push({ path: 'before', message: 'must be a valid Date' });
     }
     if (issues.length) throw new OptionsInvalidError('scheduleTicks options', issues);
-    const rows = await tickList(this.options.database.pool.pool, this.st, name, options.before ?? null, limit);
+    const rows = await this.st.ticks({ name, before: options.before ?? null, limit });
     return rows.map((r) => ({
       schedule: r.schedule,
       at: r.tick_at,
@@ -187,9 +172,8 @@ export class ScheduleAdmin {
   private async setPaused(name: string, paused: boolean, options: ScheduleActorOptions): Promise<boolean> {
     const entry = this.set.require(name);
     const who = checkActor(options, this.options.actor);
-    const pool = this.options.database.pool.pool;
-    await scheduleEnsure(pool, this.st, { name, spec: entry.def.spec, kind: entry.def.kind });
-    return schedulePause(pool, this.st, name, paused, who);
+    await this.st.ensure({ name, spec: entry.def.spec, kind: entry.def.kind });
+    return this.st.setPaused({ name, paused, who });
   }
 
   private info(name: string, row: ScheduleListRow | undefined, now: number, n: number): ScheduleInfo {
@@ -236,7 +220,7 @@ export class ScheduleAdmin {
   }
 
   private async dbNow(): Promise<number> {
-    return (await databaseNow(this.options.database.pool.pool, this.st)).getTime();
+    return (await this.st.now()).getTime();
   }
 }
 

@@ -1,39 +1,26 @@
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
 import type { JobState } from '../db/job-row.js';
-import {
-  scheduleAdvance,
-  scheduleLock,
-  scheduleOverview,
-  scheduleRegister,
-  scheduleStatements,
-  tickInsert,
-  tickOldestQueued,
-  tickPrune,
-  tickUpdate,
-  type ScheduleStatements,
-  type ScheduleStateRow,
-} from '../db/schedules.js';
+import type { ScheduleQueries, ScheduleStateRow } from '../db/schedules.js';
 import { ConfigError, DatabaseError, type Issue } from '../errors.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
 import { serialisePayload } from '../jobs/payload.js';
-import { trackResource } from '../lifecycle/resources.js';
+import type { Timer } from '../lifecycle/clock.js';
+import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import { EventBus, workerError, type NightshiftEvent } from '../telemetry/events.js';
-import { silentLogger, type Logger } from '../telemetry/logger.js';
 import { planTicks } from './catch-up.js';
 import type { ScheduleDefinition } from './define-schedule.js';
 import { enqueueTickJob, scheduleTick, ScheduleSet, type ScheduleEntry } from './schedule-set.js';
 import { nextTick } from './ticks.js';
 
 /** What the ticker needs. */
-export interface ScheduleTickerOptions {
+export interface ScheduleTickerOptions extends ServiceOptions {
   database: Database;
   enqueuer: Enqueuer;
   registry: JobRegistry;
   schedules: readonly ScheduleDefinition[];
   events?: EventBus;
-  logger?: Logger;
   /** Longest sleep between two looks at the schedules, in ms; paused, resumed and queued schedules are seen within it. Default 1000. */
   pollMs?: number;
   /** Ticks decided per transaction. Default 100. */
@@ -87,13 +74,12 @@ function emptyReport(): TickerReport {
  * an election. Time is the database clock; the ticker sleeps until the next due tick (converted
  * with the measured offset between the database and local clocks), at most `pollMs`.
  */
-export class ScheduleTicker {
+export class ScheduleTicker extends BaseService {
   readonly events: EventBus;
   private readonly set: ScheduleSet;
-  private readonly st: ScheduleStatements;
+  private readonly st: ScheduleQueries;
   private readonly db: Database;
   private readonly enqueuer: Enqueuer;
-  private readonly logger: Logger;
   private readonly pollMs: number;
   private readonly batchSize: number;
   private readonly retentionMs: number;
@@ -101,18 +87,16 @@ export class ScheduleTicker {
   private clockOffsetMs = 0;
   private lastPruneAt = 0;
   private readonly warnedSpec = new Set<string>();
-  private started = false;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private running: Promise<void> | undefined;
-  private release: (() => void) | undefined;
 
   constructor(options: ScheduleTickerOptions) {
+    super({ name: 'schedule-ticker', kind: 'timer', restartable: true, logger: options.logger, clock: options.clock });
     this.db = options.database;
     this.enqueuer = options.enqueuer;
     this.set = new ScheduleSet(options.schedules, options.registry);
-    this.st = scheduleStatements(options.database.statements);
+    this.st = options.database.schedules;
     this.events = options.events ?? new EventBus();
-    this.logger = options.logger ?? silentLogger();
     const issues: Issue[] = [];
     const int = (v: number | undefined, path: string, min: number, fallback: number) => {
       if (v === undefined) return fallback;
@@ -135,29 +119,17 @@ export class ScheduleTicker {
    * function against its job's schema on a sample tick (NS_CONFIG_INVALID naming every schedule
    * that fails), then ticks until stopped. Safe twice.
    */
-  async start(): Promise<void> {
-    if (this.started) return;
-    this.started = true;
-    this.release = trackResource('timer', 'schedule-ticker');
-    try {
-      await this.checkPayloads();
-      await this.register();
-    } catch (err) {
-      this.started = false;
-      this.release();
-      throw err;
-    }
+  protected async onStart(): Promise<void> {
+    await this.checkPayloads();
+    await this.register();
     this.loop();
   }
 
   /** Stops ticking and waits for a pass in progress. Safe before start and twice. */
-  async stop(): Promise<void> {
-    if (!this.started) return;
-    this.started = false;
-    clearTimeout(this.timer);
+  protected async onStop(): Promise<void> {
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     await this.running;
-    this.release?.();
   }
 
   /**
@@ -165,7 +137,7 @@ export class ScheduleTicker {
    * change. `at` stands for "now" under a test clock (see {@link runOnce}).
    */
   async register(options: { at?: Date } = {}): Promise<void> {
-    await scheduleRegister(this.db.pool.pool, this.st, this.set.registrations(), options.at ?? null);
+    await this.st.register({ rows: this.set.registrations(), at: options.at ?? null });
     this.registered = true;
   }
 
@@ -181,9 +153,9 @@ export class ScheduleTicker {
     const report = emptyReport();
     if (this.set.size === 0) return report;
     if (!this.registered) await this.register();
-    const t0 = Date.now();
-    const rows = await scheduleOverview(this.db.pool.pool, this.st, this.set.names());
-    const t1 = Date.now();
+    const t0 = this.clock.wall();
+    const rows = await this.st.overview(this.set.names());
+    const t1 = this.clock.wall();
     if (rows[0]) this.clockOffsetMs = rows[0].now.getTime() - (t0 + t1) / 2;
     const byName = new Map(rows.map((r) => [r.name, r]));
     let nextDue = Infinity;
@@ -222,8 +194,8 @@ export class ScheduleTicker {
       if (def.overlap === 'queue' && (row.has_queued || report.queued.some((q) => q.schedule === def.name))) report.waiting = true;
     }
     report.nextDueAt = Number.isFinite(nextDue) ? new Date(nextDue) : null;
-    if (at === undefined && Date.now() - this.lastPruneAt > PRUNE_EVERY_MS) {
-      this.lastPruneAt = Date.now();
+    if (at === undefined && this.clock.wall() - this.lastPruneAt > PRUNE_EVERY_MS) {
+      this.lastPruneAt = this.clock.wall();
       await this.prune().catch((err: unknown) =>
         this.emit(workerError('schedule tick pruning', err)),
       );
@@ -235,7 +207,7 @@ export class ScheduleTicker {
   async prune(): Promise<number> {
     let total = 0;
     for (;;) {
-      const n = await tickPrune(this.db.pool.pool, this.st, this.retentionMs, 1_000);
+      const n = await this.st.prune({ olderThanMs: this.retentionMs, limit: 1_000 });
       total += n;
       if (n < 1_000) return total;
     }
@@ -260,8 +232,8 @@ export class ScheduleTicker {
     const name = def.name;
     const local = emptyReport();
     const events: NightshiftEvent[] = [];
-    const result = await this.db.pool.transaction(async (tx) => {
-      const row = await scheduleLock(tx, this.st, name);
+    const result = await this.db.transaction(async (tx) => {
+      const row = await this.st.lock({ tx, name });
       if (!row) {
         local.busy++;
         return { more: false, last: null };
@@ -272,20 +244,20 @@ export class ScheduleTicker {
       let lastJobId: string | null = null;
 
       if (def.overlap === 'queue' && hasQueued && !inProgress) {
-        const at = await tickOldestQueued(tx, this.st, name);
+        const at = await this.st.tickOldestQueued({ tx, name });
         if (at) {
           const jobId = await this.fire(tx, entry, at, false, local, events);
           if (jobId) {
             inProgress = true;
             lastJobId = jobId;
-          } else hasQueued = (await tickOldestQueued(tx, this.st, name)) !== undefined;
+          } else hasQueued = (await this.st.tickOldestQueued({ tx, name })) !== undefined;
         }
       }
 
       const plan = planTicks(def, row.last_tick_at.getTime(), at ?? row.now.getTime(), this.batchSize);
       if (plan.skipped) {
         const at = new Date(plan.skipped.latest);
-        if (await tickInsert(tx, this.st, { schedule: name, at, outcome: 'skipped-catchup', missed: plan.skipped.count })) {
+        if (await this.st.tickInsert({ tx, tick: { schedule: name, at, outcome: 'skipped-catchup', missed: plan.skipped.count } })) {
           local.skipped.push({ schedule: name, at, reason: 'catch-up', missed: plan.skipped.count });
           events.push({ type: 'schedule.skipped', schedule: name, tickAt: at, reason: 'catch-up', missed: plan.skipped.count });
         } else local.duplicates++;
@@ -303,14 +275,14 @@ export class ScheduleTicker {
         const at = new Date(t);
         const late = i < plan.late;
         if (def.overlap === 'skip' && inProgress) {
-          if (await tickInsert(tx, this.st, { schedule: name, at, outcome: 'skipped-overlap' })) {
+          if (await this.st.tickInsert({ tx, tick: { schedule: name, at, outcome: 'skipped-overlap' } })) {
             local.skipped.push({ schedule: name, at, reason: 'overlap', missed: 1 });
             events.push({ type: 'schedule.skipped', schedule: name, tickAt: at, reason: 'overlap', missed: 1 });
           } else local.duplicates++;
           continue;
         }
         if (def.overlap === 'queue' && (inProgress || hasQueued)) {
-          if (await tickInsert(tx, this.st, { schedule: name, at, outcome: 'queued' })) {
+          if (await this.st.tickInsert({ tx, tick: { schedule: name, at, outcome: 'queued' } })) {
             hasQueued = true;
             local.queued.push({ schedule: name, at });
             events.push({ type: 'schedule.queued', schedule: name, tickAt: at });
@@ -318,7 +290,7 @@ export class ScheduleTicker {
           continue;
         }
         // The exactly-once step: only the transaction whose insert took the key enqueues.
-        if (!(await tickInsert(tx, this.st, { schedule: name, at, outcome: 'enqueued' }))) {
+        if (!(await this.st.tickInsert({ tx, tick: { schedule: name, at, outcome: 'enqueued' } }))) {
           local.duplicates++;
           continue;
         }
@@ -329,7 +301,7 @@ export class ScheduleTicker {
         }
       }
       if (plan.advanceTo !== null || lastJobId !== null) {
-        await scheduleAdvance(tx, this.st, name, plan.advanceTo === null ? null : new Date(plan.advanceTo), lastJobId);
+        await this.st.advance({ tx, name, lastTickAt: plan.advanceTo === null ? null : new Date(plan.advanceTo), lastJobId });
       }
       return { more: plan.more, last: plan.advanceTo };
     });
@@ -360,14 +332,14 @@ export class ScheduleTicker {
     const name = entry.def.name;
     try {
       const { id } = await enqueueTickJob(this.enqueuer, entry, tx, scheduleTick(entry.def, at, false));
-      await tickUpdate(tx, this.st, { schedule: name, at, outcome: 'enqueued', jobId: id, error: null });
+      await this.st.tickUpdate({ tx, tick: { schedule: name, at, outcome: 'enqueued', jobId: id, error: null } });
       local.fired.push({ schedule: name, at, jobId: id, late });
       events.push({ type: 'schedule.fired', schedule: name, tickAt: at, jobId: id, kind: entry.job.kind, manual: false, late });
       return id;
     } catch (err) {
       if (err instanceof DatabaseError) throw err;
       const error = (err instanceof Error ? err.message : String(err)).slice(0, 2_000);
-      await tickUpdate(tx, this.st, { schedule: name, at, outcome: 'failed', jobId: null, error });
+      await this.st.tickUpdate({ tx, tick: { schedule: name, at, outcome: 'failed', jobId: null, error } });
       local.failed.push({ schedule: name, at, error });
       events.push({ type: 'schedule.failed', schedule: name, tickAt: at, error });
       return null;
@@ -379,7 +351,7 @@ export class ScheduleTicker {
     const issues: Issue[] = [];
     for (const entry of this.set.all()) {
       const { def, job } = entry;
-      const at = new Date(nextTick(def.timing, Date.now()) ?? Date.now());
+      const at = new Date(nextTick(def.timing, this.clock.wall()) ?? this.clock.wall());
       try {
         const value = def.payload ? await def.payload(scheduleTick(def, at, false)) : {};
         await serialisePayload(job.kind, job.schema, value, Number.MAX_SAFE_INTEGER);
@@ -397,7 +369,7 @@ export class ScheduleTicker {
   }
 
   private loop(): void {
-    if (!this.started) return;
+    if (!this.live) return;
     let delay = this.pollMs;
     this.running = this.runOnce()
       .then(
@@ -409,7 +381,7 @@ export class ScheduleTicker {
           if (!r.more && r.nextDueAt) {
             // Wake just after the tick on the database clock. A tick already past means another
             // replica held the schedule: look again shortly, without spinning.
-            const wait = r.nextDueAt.getTime() - this.clockOffsetMs + 2 - Date.now();
+            const wait = r.nextDueAt.getTime() - this.clockOffsetMs + 2 - this.clock.wall();
             delay = Math.min(delay, wait > 0 ? wait : MIN_SLEEP_MS);
           }
         },
@@ -419,7 +391,7 @@ export class ScheduleTicker {
       )
       .finally(() => {
         this.running = undefined;
-        if (this.started) this.timer = setTimeout(() => this.loop(), delay);
+        if (this.live) this.timer = this.clock.setTimeout(() => this.loop(), delay);
       });
   }
 

@@ -68,14 +68,21 @@ export class ConsumerLoop {
       this.blockingId = undefined;
     });
     const onError = (where: string) => (err: unknown) => this.report(where, err);
-    this.pending = new PeriodicTask(
-      `stream pending ${def.stream.name}/${def.group}`,
-      Math.max(50, Math.min(def.claimIdleMs / 2, 30_000)),
-      () => this.pendingPass(),
-      onError('reclaim'),
-    );
+    this.pending = new PeriodicTask({
+      name: `stream pending ${def.stream.name}/${def.group}`,
+      intervalMs: Math.max(50, Math.min(def.claimIdleMs / 2, 30_000)),
+      task: () => this.pendingPass(),
+      onError: onError('reclaim'),
+      runFirst: true,
+    });
     if (def.delivery === 'at-least-once') {
-      this.touch = new PeriodicTask(`stream touch ${def.stream.name}/${def.group}`, Math.max(30, def.claimIdleMs / 3), () => this.touchPass(), onError('touch'), 0);
+      this.touch = new PeriodicTask({
+        name: `stream touch ${def.stream.name}/${def.group}`,
+        intervalMs: Math.max(30, def.claimIdleMs / 3),
+        task: () => this.touchPass(),
+        onError: onError('touch'),
+        jitter: 0,
+      });
     }
   }
 
@@ -90,8 +97,8 @@ export class ConsumerLoop {
     const { def } = this.scope;
     this.blocking.connectInBackground();
     this.reading = this.readLoop();
-    this.pending.start({ runNow: true });
-    this.touch?.start();
+    void this.pending.start();
+    void this.touch?.start();
     this.scope.events.emit({
       type: 'stream.consumer-started',
       ...streamFields(this.scope),

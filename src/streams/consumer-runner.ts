@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ConfigError, StoppedError, unknownKey, type Issue } from '../errors.js';
 import type { LeaderLease, LeaderTerm } from '../leadership/leader-lease.js';
-import { trackResource } from '../lifecycle/resources.js';
+import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import type { PayloadSchema, SchemaInput } from '../jobs/standard-schema.js';
 import { EventBus } from '../telemetry/events.js';
-import { silentLogger, type Logger } from '../telemetry/logger.js';
+import type { Logger } from '../telemetry/logger.js';
 import { ConsumerLoop, type ConsumerLoopSettings, type ServerCapabilities } from './consumer-loop.js';
 import type { ConsumerScope } from './consumer-scope.js';
 import { isConsumerDefinition, type ConsumerDefinition } from './define-consumer.js';
@@ -15,7 +15,7 @@ import { RedisConnection, redisUrlProblem } from './redis-connection.js';
 import { publishEntry, type PublishResult } from './stream-publisher.js';
 
 /** Options of {@link ConsumerRunner}. */
-export interface ConsumerRunnerOptions {
+export interface ConsumerRunnerOptions extends ServiceOptions {
   /** Redis to read from, `redis://[user:password@]host:port[/db]` or `rediss://`. */
   redisUrl: string;
   /** The consumers this process hosts (those of its roles). */
@@ -41,7 +41,7 @@ export interface ConsumerRunnerOptions {
   pruneIdleMs?: number;
 }
 
-const KEYS = ['redisUrl', 'consumers', 'owner', 'leaderLease', 'events', 'logger', 'shutdownGraceMs', 'blockMs', 'connectTimeoutMs', 'pruneIdleMs'];
+const KEYS = ['redisUrl', 'consumers', 'owner', 'leaderLease', 'events', 'logger', 'clock', 'shutdownGraceMs', 'blockMs', 'connectTimeoutMs', 'pruneIdleMs'];
 
 /** One hosted consumer: its definition, and the loop running it now (none for a singleton not elected). */
 interface Hosted {
@@ -61,28 +61,25 @@ interface Hosted {
  * stops within a bound. One command connection is shared; each running consumer adds one
  * connection for its blocking reads.
  */
-export class ConsumerRunner {
+export class ConsumerRunner extends BaseService {
   readonly events: EventBus;
   private readonly settings: ConsumerLoopSettings;
   private readonly owner: string;
   private readonly consumerName: string;
-  private readonly logger: Logger;
   private readonly hosted: Hosted[];
   private readonly server: ServerCapabilities = { autoclaim: true, warned: false };
   private conn: RedisConnection | undefined;
-  private state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
-  private starting: Promise<void> | undefined;
-  private stopping: Promise<void> | undefined;
-  private release: (() => void) | undefined;
 
   constructor(private readonly options: ConsumerRunnerOptions) {
     const issues = validate(options);
     if (issues.length) throw new ConfigError('stream consumer runner options', issues);
-    this.events = options.events ?? new EventBus();
-    this.logger = options.logger ?? silentLogger();
-    this.owner = options.owner ?? `${hostname()}:${process.pid}`;
+    const owner = options.owner ?? `${hostname()}:${process.pid}`;
     // A random suffix keeps a restarted process (same host and pid, as in containers) from inheriting a dead one's pending entries by name.
-    this.consumerName = `${this.owner}:${randomBytes(3).toString('hex')}`;
+    const consumerName = `${owner}:${randomBytes(3).toString('hex')}`;
+    super({ name: consumerName, kind: 'stream-consumers', logger: options.logger, clock: options.clock });
+    this.events = options.events ?? new EventBus();
+    this.owner = owner;
+    this.consumerName = consumerName;
     this.settings = {
       redisUrl: options.redisUrl,
       blockMs: options.blockMs ?? 5_000,
@@ -108,53 +105,26 @@ export class ConsumerRunner {
    * consumer's group, starts the non-singleton consumers, and starts campaigning for the
    * singletons. Later Redis outages are ridden out: consumers wait and reconnect.
    */
-  start(): Promise<void> {
-    if (this.state === 'stopping' || this.state === 'stopped') return Promise.reject(new StoppedError('start stream consumers'));
-    this.starting ??= this.startParts();
-    return this.starting;
-  }
-
-  private async startParts(): Promise<void> {
-    this.state = 'starting';
-    this.release = trackResource('stream-consumers', this.consumerName);
-    try {
-      this.conn = new RedisConnection(this.settings.redisUrl, `nightshift:${this.consumerName}:streams`, this.events, {
-        connectTimeoutMs: this.settings.connectTimeoutMs,
-      });
-      await this.conn.open(this.settings.connectTimeoutMs);
-      for (const h of this.hosted) await ensureGroup(this.scope(h.def, undefined), false);
-      for (const h of this.hosted) {
-        if (!h.def.singleton) {
-          h.loop = new ConsumerLoop(this.scope(h.def, undefined), this.settings, this.server);
-          h.loop.start();
-        } else {
-          await this.campaign(h);
-        }
+  protected async onStart(): Promise<void> {
+    // On failure, everything started so far is stopped (onStop); start may be called again (Redis may be back).
+    this.conn = new RedisConnection(this.settings.redisUrl, `nightshift:${this.consumerName}:streams`, this.events, {
+      connectTimeoutMs: this.settings.connectTimeoutMs,
+    });
+    await this.conn.open(this.settings.connectTimeoutMs);
+    for (const h of this.hosted) await ensureGroup(this.scope(h.def, undefined), false);
+    for (const h of this.hosted) {
+      if (!h.def.singleton) {
+        h.loop = new ConsumerLoop(this.scope(h.def, undefined), this.settings, this.server);
+        h.loop.start();
+      } else {
+        await this.campaign(h);
       }
-      this.state = 'running';
-    } catch (err) {
-      // Everything started so far is stopped; start may be called again (Redis may be back).
-      await this.stopParts();
-      this.state = 'idle';
-      this.starting = undefined;
-      throw err;
     }
   }
 
   /** Stops every consumer (bounded by `shutdownGraceMs`), releases singleton leases, and disconnects. Safe before start and twice. */
-  stop(): Promise<void> {
-    if (this.state === 'idle') {
-      this.state = 'stopped';
-      return Promise.resolve();
-    }
-    this.stopping ??= (async () => {
-      // A start in progress finishes (or fails) first, so nothing it creates outlives the stop.
-      await this.starting?.catch(() => undefined);
-      this.state = 'stopping';
-      await this.stopParts();
-      this.state = 'stopped';
-    })();
-    return this.stopping;
+  protected async onStop(): Promise<void> {
+    await this.stopParts();
   }
 
   /** Publishes through this runner's connection (what handlers' `ctx.publish` uses). */
@@ -188,7 +158,7 @@ export class ConsumerRunner {
   /** Runs a singleton's loop for exactly the span of a term: started when elected, stopped when deposed or the term's signal aborts. */
   private follow(h: Hosted, term: LeaderTerm | undefined): void {
     h.chain = h.chain.then(async () => {
-      if (this.state === 'stopping' || this.state === 'stopped') return;
+      if (!this.live) return;
       // Terms are told apart by token: an elector may hand out a fresh object for the same term.
       if (term && h.term?.token === term.token) return;
       await this.endTerm(h, h.term);
@@ -196,7 +166,13 @@ export class ConsumerRunner {
       h.term = term;
       h.loop = new ConsumerLoop(this.scope(h.def, term), this.settings, this.server);
       h.loop.start();
-      term.signal.addEventListener('abort', () => (h.chain = h.chain.then(() => this.endTerm(h, term))), { once: true });
+      term.signal.addEventListener(
+        'abort',
+        () => {
+          h.chain = h.chain.then(() => this.endTerm(h, term));
+        },
+        { once: true },
+      );
     });
   }
 
@@ -221,8 +197,6 @@ export class ConsumerRunner {
       }),
     );
     await this.conn?.close();
-    this.release?.();
-    this.release = undefined;
   }
 }
 

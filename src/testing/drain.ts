@@ -1,5 +1,3 @@
-import { jobClaim } from '../db/jobs-run.js';
-import { jobNextDueQueue } from '../db/test-jobs.js';
 import { DrainLimitError, OptionsInvalidError } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { Nightshift } from '../runtime/nightshift.js';
@@ -48,10 +46,10 @@ export async function drain(ns: Nightshift, options: DrainOptions = {}): Promise
     const queues = options.queues ?? null;
     let idle = 0;
     for (;;) {
-      const queue = await jobNextDueQueue(db.pool.pool, runner.kit.st, kinds, queues);
+      const queue = await db.testJobs.nextDueQueue({ kinds, queues });
       if (queue === undefined) return result;
       if (result.jobs.length >= maxJobs) throw new DrainLimitError(maxJobs, result.jobs);
-      const [row] = await jobClaim(db.pool.pool, db.run, queue, kinds, 1, 1, runner.owner, ns.options.leaseMs);
+      const [row] = await db.jobs.claim({ queue, kinds, limit: 1, startNow: 1, owner: runner.owner, leaseMs: ns.options.leaseMs });
       if (!row) {
         // Due but locked by another transaction's claim at this instant: look again shortly.
         if (++idle > 1_000) throw new Error(`drain: the due jobs of queue "${queue}" stay locked by another session`);

@@ -1,6 +1,5 @@
 import { AssertionError } from 'node:assert';
 import { isDeepStrictEqual } from 'node:util';
-import { jobList } from '../db/jobs-admin.js';
 import type { Executor } from '../db/executor.js';
 import type { JobRecord, JobState } from '../db/job-row.js';
 import type { JobDefinition } from '../jobs/define-job.js';
@@ -55,7 +54,7 @@ function matches(job: JobRecord, match: JobMatch | undefined): boolean {
  */
 export async function enqueued(ns: Nightshift, job: JobDefinition | string, match?: JobMatch, options: EnqueuedOptions = {}): Promise<JobRecord[]> {
   const kind = kindOf(job);
-  const jobs = await withTestKit(ns, (kit) => jobList(options.db ?? kit.database.pool.pool, kit.database.admin, { kind, states: options.states ?? ['available'] }, LIMIT));
+  const jobs = await withTestKit(ns, (kit) => kit.database.admin.list({ filter: { kind, states: options.states ?? ['available'] }, limit: LIMIT, db: options.db }));
   return jobs.filter((j) => matches(j, match)).reverse();
 }
 

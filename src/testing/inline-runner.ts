@@ -1,13 +1,15 @@
-import { jobGet } from '../db/jobs-admin.js';
 import type { JobRecord, JobState } from '../db/job-row.js';
-import { jobHeartbeat, type ClaimedRow } from '../db/jobs-run.js';
+import type { ClaimedRow } from '../db/jobs-run.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import { isJobControl, type Discard, type Hold, type RetryAfter } from '../jobs/job-control.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import { DEFAULT_REDACT } from '../telemetry/logger.js';
+import { workerError } from '../telemetry/events.js';
+import { systemClock } from '../lifecycle/clock.js';
 import { ActiveJobs } from '../worker/active-jobs.js';
 import { Completer } from '../worker/completer.js';
 import { JobRunner } from '../worker/job-runner.js';
+import { Outcomes } from '../worker/outcomes.js';
 import { StartMarks } from '../worker/start-marks.js';
 import type { Nightshift } from '../runtime/nightshift.js';
 import { testKit, type TestKit } from './test-kit.js';
@@ -70,21 +72,33 @@ export class InlineRunner {
     const onError = (err: unknown) => this.writeErrors.push(err);
     const db = this.kit.database;
     // Completed jobs are kept (never deleted on completion, whatever the retention) so the outcome can be read.
-    this.completer = new Completer(db, 1_000, Math.max(1_000, o.leaseMs - o.heartbeatMs), onError, false);
-    this.runner = new JobRunner(
-      db,
-      this.kit.registry,
-      this.active,
-      this.completer,
-      this.kit.enqueuer,
-      ns.events,
-      ns.logger,
-      o.leaseMs,
-      new StartMarks(db, onError),
-      new Set([...DEFAULT_REDACT, ...o.redact]),
-      o.logErrorMessages,
-    );
-    this.heartbeat = new PeriodicTask('test heartbeat', o.heartbeatMs, () => this.renew(), onError, 0);
+    this.completer = new Completer({ database: db, maxBatch: 1_000, retryForMs: Math.max(1_000, o.leaseMs - o.heartbeatMs), onError, remove: false });
+    const outcomes = new Outcomes({
+      database: db,
+      active: this.active,
+      completer: this.completer,
+      events: ns.events,
+      logger: ns.logger,
+      owner: this.owner,
+      clock: systemClock,
+      onError: (where, err) => {
+        this.writeErrors.push(err);
+        ns.events.emit(workerError(where, err));
+      },
+    });
+    this.runner = new JobRunner({
+      database: db,
+      registry: this.kit.registry,
+      outcomes,
+      enqueuer: this.kit.enqueuer,
+      events: ns.events,
+      logger: ns.logger,
+      leaseMs: o.leaseMs,
+      marks: new StartMarks(db, onError),
+      redact: new Set([...DEFAULT_REDACT, ...o.redact]),
+      errorMessages: o.logErrorMessages,
+    });
+    this.heartbeat = new PeriodicTask({ name: 'test heartbeat', intervalMs: o.heartbeatMs, task: () => this.renew(), onError, jitter: 0 });
   }
 
   /** Runs one claimed job to its recorded outcome. `signal` aborts the handler's ctx.signal with its reason. */
@@ -94,7 +108,7 @@ export class InlineRunner {
     const abort = () => job.controller.abort(signal?.reason);
     signal?.addEventListener('abort', abort, { once: true });
     if (signal?.aborted) abort();
-    this.heartbeat.start();
+    await this.heartbeat.start();
     try {
       await this.runner.run(job);
       await this.completer.drain();
@@ -114,7 +128,7 @@ export class InlineRunner {
   }
 
   private async outcome(row: ClaimedRow): Promise<JobOutcome> {
-    const job = await jobGet(this.kit.database.pool.pool, this.kit.database.admin, row.id);
+    const job = await this.kit.database.admin.get(row.id);
     if (!job) throw new Error(`job ${row.id} is gone: it was deleted while it ran`);
     const lost = job.leaseToken !== row.lease_token && (job.state === 'running' || job.state === 'available');
     if (job.state === 'running' && !lost) {
@@ -154,7 +168,7 @@ export class InlineRunner {
     const jobs = this.active.all();
     if (jobs.length === 0) return;
     const db = this.kit.database;
-    const held = await jobHeartbeat(db.pool.pool, db.run, jobs.map((j) => j.row.id), jobs.map((j) => j.row.lease_token), this.kit.ns.options.leaseMs);
+    const held = await db.jobs.heartbeat({ ids: jobs.map((j) => j.row.id), tokens: jobs.map((j) => j.row.lease_token), leaseMs: this.kit.ns.options.leaseMs });
     for (const j of jobs) if (!held.has(j.row.lease_token)) this.runner.leaseLost(j, 'heartbeat found the lease taken (cancelled or rescued)');
   }
 }

@@ -1,4 +1,3 @@
-import { jobClaimById } from '../db/test-jobs.js';
 import { OptionsInvalidError } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { EnqueueOptions } from '../jobs/enqueue-options.js';
@@ -40,7 +39,7 @@ export async function runJob<S extends PayloadSchema>(
   try {
     const { id } = await runner.kit.enqueuer.enqueue(job as JobDefinition | string, payload, enqueue);
     const db = runner.kit.database;
-    const row = await jobClaimById(db.pool.pool, runner.kit.st, id, runner.owner, ns.options.leaseMs, attempt);
+    const row = await db.testJobs.claimById({ id, owner: runner.owner, leaseMs: ns.options.leaseMs, attempt });
     if (!row) throw new Error(`runJob: job ${id} was not available to run (taken by a running worker of the same schema?)`);
     return await runner.run(row, signal);
   } finally {

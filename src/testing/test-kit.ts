@@ -1,6 +1,5 @@
 import { Database } from '../db/database.js';
 import { createPool, type PgPool, type PoolHandle } from '../db/pool.js';
-import { testJobStatements, type TestJobStatements } from '../db/test-jobs.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import { Enqueuer } from '../jobs/enqueuer.js';
 import { JobRegistry } from '../jobs/job-registry.js';
@@ -18,7 +17,6 @@ export interface TestKit {
   readonly database: Database;
   readonly registry: JobRegistry;
   readonly enqueuer: Enqueuer;
-  readonly st: TestJobStatements;
   /** Settles enqueues made through the kit and lets go of the pool (which stays the client's). */
   close(): Promise<void>;
 }
@@ -35,13 +33,19 @@ export function testKit(ns: Nightshift, options: { jobs?: readonly JobDefinition
   const given = new Set((options.jobs ?? []).map((j) => j.kind));
   const defs = [...o.jobs.filter((j) => !given.has(j.kind)), ...(options.jobs ?? [])];
   const registry = new JobRegistry(options.wrap ? defs.map(options.wrap) : defs);
-  const enqueuer = new Enqueuer(database, registry, o.maxPayloadBytes, ns.events, { maxInFlight: o.enqueueBatchInFlight, maxBatch: 1_000 }, o.logErrorMessages);
+  const enqueuer = new Enqueuer({
+    database,
+    registry,
+    maxPayloadBytes: o.maxPayloadBytes,
+    events: ns.events,
+    batching: { maxInFlight: o.enqueueBatchInFlight, maxBatch: 1_000 },
+    errorMessages: o.logErrorMessages,
+  });
   return {
     ns,
     database,
     registry,
     enqueuer,
-    st: testJobStatements(database.statements),
     async close() {
       await enqueuer.drain();
       await handle.close();

@@ -1,4 +1,3 @@
-import { scheduleOverview, scheduleStatements } from '../db/schedules.js';
 import { OptionsInvalidError, ScheduleNotFoundError } from '../errors.js';
 import type { Nightshift } from '../runtime/nightshift.js';
 import { ScheduleTicker, type TickerReport } from '../schedules/schedule-ticker.js';
@@ -40,7 +39,7 @@ export async function tick(ns: Nightshift, at: Date | string, options: TickOptio
   return withTestKit(ns, async (kit) => {
     const ticker = new ScheduleTicker({ database: kit.database, enqueuer: kit.enqueuer, registry: kit.registry, schedules, events: ns.events, logger: ns.logger });
     await ticker.register({ at: when });
-    const rows = await scheduleOverview(kit.database.pool.pool, scheduleStatements(kit.database.statements), names);
+    const rows = await kit.database.schedules.overview(names);
     const ahead = rows.filter((r) => r.last_tick_at.getTime() > when.getTime());
     if (ahead.length > 0) {
       throw new OptionsInvalidError('tick', [

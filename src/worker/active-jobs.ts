@@ -1,7 +1,8 @@
-import { performance } from 'node:perf_hooks';
 import type { ClaimedRow } from '../db/jobs-run.js';
+import { systemClock, type Clock } from '../lifecycle/clock.js';
 import type { JobLog } from './job-log.js';
 import type { JobProgress } from './job-progress.js';
+import type { EndCause } from './outcomes.js';
 
 /** Why a running job's signal was aborted. */
 export type AbortCause = 'timeout' | 'cancelled' | 'lease-lost' | 'shutdown';
@@ -10,15 +11,13 @@ export type AbortCause = 'timeout' | 'cancelled' | 'lease-lost' | 'shutdown';
 export class ActiveJob {
   /** The handler was called. */
   started = false;
-  /** The outcome is decided (and being or already written): a late handler result is ignored. */
-  finished = false;
+  /** Why the handler's signal was aborted, if it was. */
   cause: AbortCause | undefined = undefined;
-  /** `performance.now()` when the handler started. */
+  private ended: EndCause | undefined = undefined;
+  /** The monotonic clock's time when the handler started. */
   startedAt = 0;
-  /** `performance.now()` when the claim that took it returned (its `waited_ms` was measured just before). */
-  readonly claimedAt = performance.now();
   /**
-   * `performance.now()` after which the job must not start (its `expires_at`, measured from before
+   * The monotonic clock's time after which the job must not start (its `expires_at`, measured from before
    * the claim was sent, so never later than the database's deadline); undefined without one.
    */
   deadline: number | undefined = undefined;
@@ -30,25 +29,59 @@ export class ActiveJob {
   onAbort: (() => void) | undefined = undefined;
   private controller_: AbortController | undefined;
 
-  constructor(readonly row: ClaimedRow) {}
+  /**
+   * @param row the claim's row.
+   * @param claimedAt the monotonic clock's time when the claim that took it returned (its `waited_ms` was measured just before).
+   */
+  constructor(
+    readonly row: ClaimedRow,
+    readonly claimedAt: number,
+  ) {}
 
   /** Made on first use: most handlers never look at their signal, and one per job costs (bench/NOTES.md). */
   get controller(): AbortController {
     return (this.controller_ ??= new AbortController());
   }
 
+  /** The outcome is decided (and being or already written): a late handler result is ignored. */
+  get finished(): boolean {
+    return this.ended !== undefined;
+  }
+
+  /** How the job's end was decided, once it was. */
+  get end(): EndCause | undefined {
+    return this.ended;
+  }
+
   /**
-   * Decides the job's end without its handler (timeout, cancel, lost lease, shutdown): a late
-   * result is ignored from now on, and the handler's signal aborts with `reason`. Returns false
-   * when the end was already decided.
+   * Records that the job's end is decided, by `cause`; false when it already was (the first cause
+   * wins). Only the outcome writer (Outcomes) calls it: it is where an end is decided and written.
    */
-  abort(cause: AbortCause, reason: unknown): boolean {
-    if (this.finished) return false;
-    this.finished = true;
+  settle(cause: EndCause): boolean {
+    if (this.ended !== undefined) return false;
+    this.ended = cause;
+    return true;
+  }
+
+  /**
+   * Aborts the handler's signal with `reason`; for a job whose end was decided without its
+   * handler (timeout, cancel, lost lease), the worker's `onAbort` then starts the handler's grace.
+   */
+  abortSignal(cause: Exclude<AbortCause, 'shutdown'>, reason: unknown): void {
     this.cause = cause;
     this.controller.abort(reason);
     this.onAbort?.();
-    return true;
+  }
+
+  /**
+   * Shutdown, past its grace period: the handler's signal aborts with `reason`, but nothing is
+   * decided — a handler that returns now still has its result written; one that does not is
+   * handed back.
+   */
+  interrupt(reason: unknown): void {
+    if (this.finished) return;
+    this.cause = 'shutdown';
+    this.controller.abort(reason);
   }
 }
 
@@ -56,8 +89,10 @@ export class ActiveJob {
 export class ActiveJobs {
   private readonly byId = new Map<string, ActiveJob>();
 
+  constructor(private readonly clock: Clock = systemClock) {}
+
   add(row: ClaimedRow): ActiveJob {
-    const job = new ActiveJob(row);
+    const job = new ActiveJob(row, this.clock.monotonic());
     this.byId.set(row.id, job);
     return job;
   }

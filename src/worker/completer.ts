@@ -1,5 +1,19 @@
 import type { Database } from '../db/database.js';
-import { jobComplete, jobMarkStarted, type StartMarks } from '../db/jobs-run.js';
+import type { StartMarks } from '../db/jobs-run.js';
+import { sleep, systemClock, type Clock, type Timer } from '../lifecycle/clock.js';
+
+/** What a completer is built from. */
+export interface CompleterOptions {
+  database: Database;
+  /** Most completions per statement. */
+  maxBatch: number;
+  /** How long a failed write is retried (below the lease, so a job is not held past it). */
+  retryForMs: number;
+  onError: (err: unknown) => void;
+  /** Delete completed jobs instead of keeping them (retention.completed = 0). Default false. */
+  remove?: boolean;
+  clock?: Clock;
+}
 
 interface Pending {
   id: string;
@@ -28,16 +42,22 @@ export class Completer {
   private scheduled = false;
   /** Start marks not yet written: job id → lease token. */
   private marks = new Map<string, string>();
-  private markTimer: NodeJS.Timeout | undefined;
+  private markTimer: Timer | undefined;
+  private readonly db: Database;
+  private readonly maxBatch: number;
+  private readonly retryForMs: number;
+  private readonly onError: (err: unknown) => void;
+  private readonly remove: boolean;
+  private readonly clock: Clock;
 
-  constructor(
-    private readonly db: Database,
-    private readonly maxBatch: number,
-    private readonly retryForMs: number,
-    private readonly onError: (err: unknown) => void,
-    /** Delete completed jobs instead of keeping them (retention.completed = 0). */
-    private readonly remove = false,
-  ) {}
+  constructor(o: CompleterOptions) {
+    this.db = o.database;
+    this.maxBatch = o.maxBatch;
+    this.retryForMs = o.retryForMs;
+    this.onError = o.onError;
+    this.remove = o.remove ?? false;
+    this.clock = o.clock ?? systemClock;
+  }
 
   /** Queues a completion; resolves true when written, false when the token was stale (refused). */
   complete(id: string, token: string): Promise<boolean> {
@@ -52,13 +72,25 @@ export class Completer {
   /** Records, with the next write, that the handler of a held job started. */
   markStarted(id: string, token: string): void {
     this.marks.set(id, token);
-    if (this.markTimer === undefined) {
-      this.markTimer = setTimeout(() => {
+    this.armMarkTimer();
+  }
+
+  /**
+   * Writes the marks alone after MARK_DELAY_MS unless a completion carries them first. A timer that
+   * fires while a completion is in flight (or about to be sent) leaves them to the write after it:
+   * the flush re-arms the timer when it ends with marks left (a mark must never wait for a
+   * completion that may not come).
+   */
+  private armMarkTimer(): void {
+    if (this.markTimer !== undefined || this.marks.size === 0) return;
+    this.markTimer = this.clock.setTimeout(
+      () => {
         this.markTimer = undefined;
         if (!this.flushing && !this.scheduled) void this.writeMarks();
-      }, MARK_DELAY_MS);
-      this.markTimer.unref?.();
-    }
+      },
+      MARK_DELAY_MS,
+      { unref: true },
+    );
   }
 
   /** Completions queued or being written. */
@@ -72,7 +104,7 @@ export class Completer {
       if (this.flushing) await this.flushing;
       else await this.flush();
     }
-    clearTimeout(this.markTimer);
+    this.clock.clearTimeout(this.markTimer);
     this.markTimer = undefined;
     await this.writeMarks();
   }
@@ -92,6 +124,7 @@ export class Completer {
     this.flushing = this.write(batch, this.takeMarks()).finally(() => {
       this.flushing = undefined;
       if (this.pending.length > 0) this.schedule();
+      else this.armMarkTimer();
     });
     return this.flushing;
   }
@@ -100,7 +133,7 @@ export class Completer {
     if (this.marks.size === 0) return undefined;
     const marks: StartMarks = { ids: [...this.marks.keys()], tokens: [...this.marks.values()] };
     this.marks.clear();
-    clearTimeout(this.markTimer);
+    this.clock.clearTimeout(this.markTimer);
     this.markTimer = undefined;
     return marks;
   }
@@ -109,7 +142,7 @@ export class Completer {
     const marks = this.takeMarks();
     if (!marks) return;
     try {
-      await jobMarkStarted(this.db.pool.pool, this.db.run, marks);
+      await this.db.jobs.markStarted(marks);
     } catch (err) {
       // Best effort: without the mark, a crash gives the attempt back (the job may run once more).
       this.onError(err);
@@ -117,27 +150,25 @@ export class Completer {
   }
 
   private async write(batch: Pending[], marks: StartMarks | undefined): Promise<void> {
-    const deadline = Date.now() + this.retryForMs;
+    const deadline = this.clock.monotonic() + this.retryForMs;
     for (let attempt = 0; ; attempt++) {
       try {
-        const applied = await jobComplete(
-          this.db.pool.pool,
-          this.db.run,
-          batch.map((p) => p.id),
-          batch.map((p) => p.token),
-          this.remove,
+        const applied = await this.db.jobs.complete({
+          ids: batch.map((p) => p.id),
+          tokens: batch.map((p) => p.token),
+          remove: this.remove,
           marks,
-        );
+        });
         for (const p of batch) p.resolve(applied.has(p.token));
         return;
       } catch (err) {
         this.onError(err);
-        if (Date.now() >= deadline) {
+        if (this.clock.monotonic() >= deadline) {
           // Give up: the leases lapse and the jobs are rescued (at-least-once) or abandoned.
           for (const p of batch) p.resolve(false);
           return;
         }
-        await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** attempt)));
+        await sleep(this.clock, Math.min(2_000, 100 * 2 ** attempt));
       }
     }
   }

@@ -1,5 +1,4 @@
 import type { Database } from '../db/database.js';
-import { jobProgress } from '../db/jobs-run.js';
 import { OptionsInvalidError } from '../errors.js';
 
 /** The largest progress value, in bytes of JSON. */
@@ -67,7 +66,8 @@ export class JobProgress {
     if (json === undefined) return Promise.resolve();
     this.latest = undefined;
     this.lastWriteAt = Date.now();
-    this.writing = jobProgress(this.db.pool.pool, this.db.run, this.id, this.token, json)
+    this.writing = this.db.jobs
+      .progress({ id: this.id, token: this.token, json })
       .then(
         () => undefined,
         (err: unknown) => this.onError(err),

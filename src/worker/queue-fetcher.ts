@@ -1,10 +1,13 @@
-import { performance } from 'node:perf_hooks';
 import type { Database } from '../db/database.js';
-import { jobClaim, type ClaimedRow } from '../db/jobs-run.js';
+import type { ClaimedRow } from '../db/jobs-run.js';
+import type { Timer } from '../lifecycle/clock.js';
+import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import type { ActiveJob } from './active-jobs.js';
 import type { Slots } from './slots.js';
 
-export interface FetcherOptions {
+/** What a fetcher is built from. */
+export interface FetcherOptions extends ServiceOptions {
+  database: Database;
   queue: string;
   kinds: readonly string[];
   owner: string;
@@ -15,6 +18,10 @@ export interface FetcherOptions {
   maxPollMs: number;
   /** Most jobs claimed ahead of free slots and held here until one frees; 0 claims only for free slots. */
   prefetch: number;
+  /** The process's slots, and this queue's. */
+  global: Slots;
+  local: Slots;
+  host: FetcherHost;
 }
 
 /** What the fetcher needs from its worker. */
@@ -51,12 +58,12 @@ export interface FetcherHost {
  * at-most-once job only counts as started once its start is recorded (see JobRunner), so a crash
  * never abandons a job that was merely held.
  */
-export class QueueFetcher {
+export class QueueFetcher extends BaseService {
   private stopping = false;
   private woken = false;
   private wake_: (() => void) | undefined;
   private need_: (() => void) | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: Timer | undefined;
   private loopDone: Promise<void> | undefined;
   private idleMs: number;
   private held: ActiveJob[] = [];
@@ -69,17 +76,22 @@ export class QueueFetcher {
   private claimMs = 1;
   /** Jobs to hold ahead of free slots, recomputed at every claim. */
   private target = 0;
-  /** The timer of the earliest known future due time (wakeIn), and when it fires (performance.now()). */
-  private dueTimer: NodeJS.Timeout | undefined;
+  /** The timer of the earliest known future due time (wakeIn), and when it fires (monotonic clock). */
+  private dueTimer: Timer | undefined;
   private dueAt = 0;
+  /** Learn the next due time after the next empty claim: at start (jobs delayed before this process started), and after the listener (re)connected. */
+  private probeDue = true;
+  private readonly db: Database;
+  private readonly global: Slots;
+  private readonly local: Slots;
+  private readonly host: FetcherHost;
 
-  constructor(
-    private readonly db: Database,
-    private readonly o: FetcherOptions,
-    private readonly global: Slots,
-    private readonly local: Slots,
-    private readonly host: FetcherHost,
-  ) {
+  constructor(private readonly o: FetcherOptions) {
+    super({ name: `claim ${o.queue}`, kind: 'fetcher', logger: o.logger, clock: o.clock });
+    this.db = o.database;
+    this.global = o.global;
+    this.local = o.local;
+    this.host = o.host;
     this.idleMs = o.minPollMs;
   }
 
@@ -92,8 +104,14 @@ export class QueueFetcher {
     return this.held.length - this.heldHead;
   }
 
-  start(): void {
-    this.loopDone ??= this.loop();
+  protected onStart(): void {
+    this.loopDone = this.loop();
+  }
+
+  /** The listener (re)connected: claim now, and learn the next due time after the claim (see learnNextDue). */
+  reconnected(): void {
+    this.probeDue = true;
+    this.wake();
   }
 
   /** Claim now (a notification or reconnect said there may be work). */
@@ -120,7 +138,7 @@ export class QueueFetcher {
     while (started < max && !this.stopping && this.waiting > 0 && this.local.free > 0 && this.global.free > 0) {
       const job = this.held[this.heldHead++]!;
       if (job.finished) continue; // cancelled or lost while held
-      if (job.deadline !== undefined && performance.now() >= job.deadline) {
+      if (job.deadline !== undefined && this.clock.monotonic() >= job.deadline) {
         this.host.expireHeld(job);
         continue;
       }
@@ -154,21 +172,24 @@ export class QueueFetcher {
     if (this.stopping) return;
     if (ms <= 0) return this.wake();
     if (ms > MAX_WAKE_IN_MS) return; // polling finds it; a timer that far out is not worth holding
-    const at = performance.now() + ms;
+    const at = this.clock.monotonic() + ms;
     if (this.dueTimer && this.dueAt <= at) return;
-    clearTimeout(this.dueTimer);
+    this.clock.clearTimeout(this.dueTimer);
     this.dueAt = at;
-    this.dueTimer = setTimeout(() => {
-      this.dueTimer = undefined;
-      this.wake();
-    }, ms);
-    this.dueTimer.unref?.();
+    this.dueTimer = this.clock.setTimeout(
+      () => {
+        this.dueTimer = undefined;
+        this.wake();
+      },
+      ms,
+      { unref: true },
+    );
   }
 
   /** Stops claiming; resolves when the loop has exited (no claim in flight). Held jobs stay held for the worker to hand back. */
-  async stop(): Promise<void> {
+  protected async onStop(): Promise<void> {
     this.stopping = true;
-    clearTimeout(this.dueTimer);
+    this.clock.clearTimeout(this.dueTimer);
     this.dueTimer = undefined;
     this.wake();
     this.need_?.();
@@ -236,7 +257,7 @@ export class QueueFetcher {
           continue;
         }
       }
-      const sentAt = performance.now();
+      const sentAt = this.clock.monotonic();
       this.retarget(sentAt);
       const room = this.host.room();
       if (want !== 'ahead') {
@@ -252,7 +273,7 @@ export class QueueFetcher {
       }
       let rows: ClaimedRow[];
       try {
-        rows = await jobClaim(this.db.pool.pool, this.db.run, this.o.queue, this.o.kinds, n, now, this.o.owner, this.o.leaseMs);
+        rows = await this.db.jobs.claim({ queue: this.o.queue, kinds: this.o.kinds, limit: n, startNow: now, owner: this.o.owner, leaseMs: this.o.leaseMs });
       } catch (err) {
         this.giveBack(now);
         this.host.onError(err);
@@ -260,7 +281,7 @@ export class QueueFetcher {
         await this.sleep(this.idleMs);
         continue;
       }
-      this.claimMs = 0.7 * this.claimMs + 0.3 * (performance.now() - sentAt);
+      this.claimMs = 0.7 * this.claimMs + 0.3 * (this.clock.monotonic() - sentAt);
       this.host.onClaimed(this.o.queue, n, rows.length);
       if (rows.length > 1) rows.sort(claimOrder);
       let started = 0;
@@ -283,7 +304,22 @@ export class QueueFetcher {
         continue;
       }
       this.idleMs = rows.length > 0 ? this.o.minPollMs : Math.min(this.o.maxPollMs, this.idleMs * 2);
+      if (rows.length === 0 && this.probeDue) await this.learnNextDue();
       await this.sleep(this.idleMs);
+    }
+  }
+
+  /**
+   * After the listener (re)connected it may have missed the notifications that carry due times:
+   * once a claim finds nothing due, ask when the next job is (see `nextDue`) and wake then.
+   */
+  private async learnNextDue(): Promise<void> {
+    this.probeDue = false;
+    try {
+      const ms = await this.db.jobs.nextDue({ queue: this.o.queue, kinds: this.o.kinds });
+      if (ms !== null) this.wakeIn(ms);
+    } catch (err) {
+      this.host.onError(err);
     }
   }
 
@@ -295,14 +331,14 @@ export class QueueFetcher {
     }
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(this.timer);
+        this.clock.clearTimeout(this.timer);
         this.timer = undefined;
         this.wake_ = undefined;
         this.woken = false;
         resolve();
       };
       this.wake_ = done;
-      this.timer = setTimeout(done, ms);
+      this.timer = this.clock.setTimeout(done, ms);
     });
   }
 }

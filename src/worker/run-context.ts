@@ -1,6 +1,5 @@
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
-import { jobFence, jobHeartbeat } from '../db/jobs-run.js';
 import { LeaseLostError } from '../errors.js';
 import type { EnqueueOptions, EnqueueResult } from '../jobs/enqueue-options.js';
 import type { JobContext, JobDefinition, JobLogger } from '../jobs/define-job.js';
@@ -61,7 +60,7 @@ export class RunContext implements JobContext {
     return this.job.controller.signal;
   }
   get db(): Executor {
-    return this.shared.db.pool.pool;
+    return this.shared.db.executor;
   }
   get traceId(): string | undefined {
     return traceIdOf(this.job.row.trace_context);
@@ -81,9 +80,9 @@ export class RunContext implements JobContext {
     const { job, shared } = this;
     const row = job.row;
     if (job.finished) throw new LeaseLostError(row.id, job.cause ?? 'the job already finished');
-    return shared.db.pool.transaction(async (tx) => {
+    return shared.db.transaction(async (tx) => {
       const result = await fn(tx);
-      if (!(await jobFence(tx, shared.db.run, row.id, row.lease_token))) {
+      if (!(await shared.db.jobs.fence({ tx, id: row.id, token: row.lease_token }))) {
         throw new LeaseLostError(row.id, 'the lease was no longer held when the transaction was to commit; it was rolled back');
       }
       return result;
@@ -101,7 +100,7 @@ export class RunContext implements JobContext {
     const { job, shared } = this;
     const row = job.row;
     if (job.finished) throw new LeaseLostError(row.id, job.cause ?? 'the job already finished');
-    const held = await jobHeartbeat(shared.db.pool.pool, shared.db.run, [row.id], [row.lease_token], shared.leaseMs);
+    const held = await shared.db.jobs.heartbeat({ ids: [row.id], tokens: [row.lease_token], leaseMs: shared.leaseMs });
     if (!held.has(row.lease_token)) {
       shared.leaseLost(job, 'heartbeat found the lease taken');
       throw new LeaseLostError(row.id, 'heartbeat found the lease taken');

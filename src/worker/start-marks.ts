@@ -1,5 +1,4 @@
 import type { Database } from '../db/database.js';
-import { jobStart } from '../db/jobs-run.js';
 import type { ActiveJob } from './active-jobs.js';
 
 /** What recording a start came to. */
@@ -37,12 +36,10 @@ export class StartMarks {
     const batch = this.pending.splice(0);
     if (batch.length === 0) return;
     try {
-      const held = await jobStart(
-        this.db.pool.pool,
-        this.db.run,
-        batch.map((p) => p.job.row.id),
-        batch.map((p) => p.job.row.lease_token),
-      );
+      const held = await this.db.jobs.start({
+        ids: batch.map((p) => p.job.row.id),
+        tokens: batch.map((p) => p.job.row.lease_token),
+      });
       for (const p of batch) p.resolve(held.has(p.job.row.lease_token) ? 'started' : 'refused');
     } catch (err) {
       this.onError(err);

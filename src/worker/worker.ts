@@ -1,15 +1,16 @@
 import type { Database } from '../db/database.js';
-import { jobExpireHeld, jobHeartbeat, jobRelease, type ClaimedRow } from '../db/jobs-run.js';
-import { JobCancelledError, ShutdownError } from '../errors.js';
+import { ShutdownError } from '../errors.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
+import type { Timer } from '../lifecycle/clock.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
-import { trackResource } from '../lifecycle/resources.js';
+import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import { workerError, type EventBus } from '../telemetry/events.js';
 import { DEFAULT_REDACT, type Logger } from '../telemetry/logger.js';
 import { ActiveJobs, type ActiveJob } from './active-jobs.js';
 import { Completer } from './completer.js';
 import { JobRunner } from './job-runner.js';
+import { Outcomes } from './outcomes.js';
 import { QueueFetcher } from './queue-fetcher.js';
 import { Slots } from './slots.js';
 import { StartMarks } from './start-marks.js';
@@ -39,17 +40,28 @@ export interface WorkerSettings {
   errorMessages?: boolean;
 }
 
+/** What a worker is built from. */
+export interface WorkerOptions extends ServiceOptions {
+  database: Database;
+  registry: JobRegistry;
+  enqueuer: Enqueuer;
+  settings: WorkerSettings;
+  events: EventBus;
+  logger: Logger;
+}
+
 /**
  * Claims and runs jobs of the given queues and kinds: a claim loop per queue, a shared limit on
  * concurrency, batched completion, one heartbeat statement for all held leases, and a bounded
  * shutdown that hands unfinished jobs back at once.
  */
-export class Worker {
-  private readonly active = new ActiveJobs();
+export class Worker extends BaseService {
+  private readonly active: ActiveJobs;
   private readonly global: Slots;
   private readonly fetchers = new Map<string, QueueFetcher>();
   private readonly completer: Completer;
   private readonly runner: JobRunner;
+  private readonly outcomes: Outcomes;
   private readonly heartbeat: PeriodicTask;
   /** Jobs whose handler was dispatched, until their outcome is written. */
   private readonly runs = new Map<ActiveJob, Promise<void>>();
@@ -60,66 +72,87 @@ export class Worker {
   private cursor = 0;
   /** Handlers still running after their job's end was decided without them (see `execute`). */
   private stuck = 0;
-  private state: 'new' | 'running' | 'stopping' | 'stopped' = 'new';
-  private release: (() => void) | undefined;
-  private stopped: Promise<void> | undefined;
+  private readonly db: Database;
+  private readonly settings: WorkerSettings;
+  private readonly events: EventBus;
 
-  constructor(
-    private readonly db: Database,
-    registry: JobRegistry,
-    enqueuer: Enqueuer,
-    private readonly settings: WorkerSettings,
-    private readonly events: EventBus,
-    private readonly logger: Logger,
-  ) {
+  constructor(options: WorkerOptions) {
+    super({ name: options.settings.owner, kind: 'worker', logger: options.logger, clock: options.clock });
+    const { database: db, registry, enqueuer, settings, events, logger } = options;
+    this.db = db;
+    this.settings = settings;
+    this.events = events;
+    this.active = new ActiveJobs(this.clock);
     this.global = new Slots(settings.concurrency);
     this.maxHeld = 2 * (settings.concurrency + settings.prefetch);
     const onError = (where: string) => (err: unknown) => this.reportError(where, err);
-    this.completer = new Completer(db, 1_000, Math.max(1_000, settings.leaseMs - settings.heartbeatMs), onError('complete'), settings.deleteCompleted);
-    const marks = new StartMarks(db, onError('record start'));
-    this.runner = new JobRunner(
-      db,
+    this.completer = new Completer({
+      database: db,
+      maxBatch: 1_000,
+      retryForMs: Math.max(1_000, settings.leaseMs - settings.heartbeatMs),
+      onError: onError('complete'),
+      remove: settings.deleteCompleted,
+      clock: this.clock,
+    });
+    this.outcomes = new Outcomes({
+      database: db,
+      active: this.active,
+      completer: this.completer,
+      events,
+      logger,
+      owner: settings.owner,
+      clock: this.clock,
+      onError: (where, err) => this.reportError(where, err),
+      onRetry: (queue, delayMs) => this.retryIn(queue, delayMs),
+    });
+    this.runner = new JobRunner({
+      database: db,
       registry,
-      this.active,
-      this.completer,
+      outcomes: this.outcomes,
       enqueuer,
       events,
       logger,
-      settings.leaseMs,
-      marks,
-      new Set([...DEFAULT_REDACT, ...(settings.redact ?? [])]),
-      settings.errorMessages ?? false,
-    );
-    this.runner.onRetry = (queue, delayMs) => this.retryIn(queue, delayMs);
-    this.heartbeat = new PeriodicTask('heartbeat', settings.heartbeatMs, () => this.renewLeases(), onError('heartbeat'), 0);
+      leaseMs: settings.leaseMs,
+      marks: new StartMarks(db, onError('record start')),
+      redact: new Set([...DEFAULT_REDACT, ...(settings.redact ?? [])]),
+      errorMessages: settings.errorMessages ?? false,
+      clock: this.clock,
+    });
+    this.heartbeat = new PeriodicTask({
+      name: `heartbeat ${settings.owner}`,
+      intervalMs: settings.heartbeatMs,
+      task: () => this.renewLeases(),
+      onError: onError('heartbeat'),
+      jitter: 0,
+      clock: this.clock,
+    });
     for (const [queue, limit] of settings.queues) {
       const local = new Slots(Math.min(limit, settings.concurrency));
-      const fetcher: QueueFetcher = new QueueFetcher(
-        db,
-        {
-          queue,
-          kinds: settings.kinds,
-          owner: settings.owner,
-          leaseMs: settings.leaseMs,
-          minPollMs: settings.minPollMs,
-          maxPollMs: settings.maxPollMs,
-          prefetch: settings.prefetch,
-        },
-        this.global,
+      const fetcher: QueueFetcher = new QueueFetcher({
+        database: db,
+        queue,
+        kinds: settings.kinds,
+        owner: settings.owner,
+        leaseMs: settings.leaseMs,
+        minPollMs: settings.minPollMs,
+        maxPollMs: settings.maxPollMs,
+        prefetch: settings.prefetch,
+        global: this.global,
         local,
-        {
+        clock: this.clock,
+        host: {
           hold: (row) => this.active.add(row),
           start: (job, fromHeld) => this.dispatch(job, local, fromHeld),
           slotsFreed: () => this.pump(),
-          expired: (row) => this.expired(row),
-          expireHeld: (job) => void this.expireHeld(job),
+          expired: (row) => this.outcomes.expiredAtClaim(row),
+          expireHeld: (job) => void this.outcomes.finish(job, { cause: 'expired' }),
           room: () => this.maxHeld - this.active.size,
           onError: onError(`claim ${queue}`),
           onClaimed: (q, asked, count) => {
             if (events.wants('worker.claimed')) events.emit({ type: 'worker.claimed', queue: q, asked, count });
           },
         },
-      );
+      });
       this.fetchers.set(queue, fetcher);
       this.order.push(fetcher);
     }
@@ -144,12 +177,9 @@ export class Worker {
     return this.stuck;
   }
 
-  start(): void {
-    if (this.state !== 'new') return;
-    this.state = 'running';
-    this.release = trackResource('worker', this.settings.owner);
-    this.heartbeat.start();
-    for (const f of this.fetchers.values()) f.start();
+  protected async onStart(): Promise<void> {
+    await this.heartbeat.start();
+    for (const f of this.fetchers.values()) await f.start();
     this.events.emit({ type: 'worker.started', owner: this.settings.owner, queues: this.queues, concurrency: this.settings.concurrency });
   }
 
@@ -158,7 +188,7 @@ export class Worker {
    * no queue, the listener reconnected.
    */
   wake(queue?: string, dueInMs?: number): void {
-    if (queue === undefined) for (const f of this.fetchers.values()) f.wake();
+    if (queue === undefined) for (const f of this.fetchers.values()) f.reconnected();
     else if (dueInMs !== undefined && dueInMs > 0) this.fetchers.get(queue)?.wakeIn(dueInMs);
     else this.fetchers.get(queue)?.wake();
   }
@@ -166,11 +196,7 @@ export class Worker {
   /** A job this worker holds was cancelled: abort its handler. */
   cancelled(id: string): void {
     const job = this.active.get(id);
-    if (!job || !job.abort('cancelled', new JobCancelledError(id))) return;
-    this.active.remove(job);
-    const r = job.row;
-    // The process that cancelled emitted job.cancelled; here the holder lets go of it.
-    this.events.emit({ type: 'job.lease-lost', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, why: 'cancelled' });
+    if (job) void this.outcomes.finish(job, { cause: 'cancelled' });
   }
 
   /**
@@ -178,47 +204,31 @@ export class Worker {
    * `shutdownGraceMs`; then abort them, give handlers `abortGraceMs` to return, and hand every
    * unfinished job back (available again at once; an at-most-once job that started is abandoned).
    */
-  stop(): Promise<void> {
-    if (this.state === 'new') {
-      this.state = 'stopped';
-      return Promise.resolve();
-    }
-    this.stopped ??= this.shutdown();
-    return this.stopped;
-  }
-
-  private async shutdown(): Promise<void> {
-    this.state = 'stopping';
+  protected async onStop(): Promise<void> {
     this.events.emit({ type: 'worker.stopping', owner: this.settings.owner, running: this.active.size });
     await Promise.all([...this.fetchers.values()].map((f) => f.stop()));
     if (!(await this.settle(this.settings.shutdownGraceMs))) {
       const reason = new ShutdownError(this.settings.shutdownGraceMs);
-      for (const job of this.active.all()) {
-        if (job.finished) continue;
-        job.cause = 'shutdown';
-        job.controller.abort(reason);
-      }
+      for (const job of this.active.all()) job.interrupt(reason);
       await this.settle(this.settings.abortGraceMs);
     }
     await this.completer.drain();
-    await this.handBack(this.active.all().filter((j) => !j.finished));
+    await this.outcomes.handBack(this.active.all());
     await this.heartbeat.stop();
-    this.state = 'stopped';
-    this.release?.();
     this.events.emit({ type: 'worker.stopped', owner: this.settings.owner });
   }
 
   /** Waits until every run has returned, or `ms` pass. True when all returned. */
   private async settle(ms: number): Promise<boolean> {
     if (this.runs.size === 0) return true;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+    let timer: Timer | undefined;
+    const timeout = new Promise<false>((resolve) => (timer = this.clock.setTimeout(() => resolve(false), ms)));
     const all = (async () => {
       while (this.runs.size > 0) await Promise.all([...this.runs.values()]);
       return true as const;
     })();
     const done = await Promise.race([all, timeout]);
-    clearTimeout(timer);
+    this.clock.clearTimeout(timer);
     return done;
   }
 
@@ -235,9 +245,9 @@ export class Worker {
     // a fetcher takes it at once.
     let freed = false;
     let stuck = false;
-    let graceTimer: NodeJS.Timeout | undefined;
+    let graceTimer: Timer | undefined;
     const free = () => {
-      clearTimeout(graceTimer);
+      this.clock.clearTimeout(graceTimer);
       if (freed) return;
       freed = true;
       this.global.give(1);
@@ -249,24 +259,19 @@ export class Worker {
     // signal keeps running, but no longer keeps other jobs from starting (issue 11, bug 4).
     job.onAbort = () => {
       if (freed || job.cause === 'shutdown') return;
-      graceTimer = setTimeout(() => {
+      graceTimer = this.clock.setTimeout(() => {
         if (freed) return;
         stuck = true;
         this.stuck++;
         const r = job.row;
         this.events.emit({ type: 'job.handler-stuck', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, cause: job.cause ?? 'aborted', graceMs: this.settings.abortGraceMs });
         free();
-      }, this.settings.abortGraceMs);
-      graceTimer.unref?.();
+      }, this.settings.abortGraceMs, { unref: true });
     };
     try {
-      if ((await this.runner.run(job, free)) === 'interrupted') await this.handBack([job]);
+      if ((await this.runner.run(job, free)) === 'interrupted') await this.outcomes.handBack([job]);
     } catch (err) {
-      this.reportError('run', err);
-      // The outcome could not be written: stop renewing the lease, so it lapses and the rescuer
-      // takes the job back, rather than holding it while this process lives.
-      job.finished = true;
-      this.active.remove(job);
+      this.outcomes.unrecorded(job, err);
     } finally {
       job.onAbort = undefined;
       if (stuck) this.stuck--;
@@ -283,7 +288,7 @@ export class Worker {
    * each claim loop go on if it waits for a slot or for room.
    */
   private pump(): void {
-    if (this.state !== 'running') return;
+    if (!this.live) return;
     const fs = this.order;
     if (fs.length === 1) return fs[0]!.pump();
     let i = this.cursor;
@@ -299,63 +304,14 @@ export class Worker {
     this.fetchers.get(queue)?.wakeIn(delayMs);
   }
 
-  /** A held job's deadline passed before a slot freed: expire it (fenced) instead of running it. */
-  private async expireHeld(job: ActiveJob): Promise<void> {
-    job.finished = true;
-    try {
-      const applied = await jobExpireHeld(this.db.pool.pool, this.db.run, job.row.id, job.row.lease_token);
-      if (applied) this.expired(job.row);
-    } catch (err) {
-      // Not written: the lease lapses and the rescuer returns the job; expiry then catches it.
-      this.reportError('expire', err);
-    } finally {
-      this.active.remove(job);
-    }
-  }
-
-  private expired(row: ClaimedRow): void {
-    this.events.emit({ type: 'job.expired', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt });
-  }
-
-  private async handBack(jobs: ActiveJob[]): Promise<void> {
-    if (jobs.length === 0) return;
-    for (const j of jobs) j.finished = true;
-    const at = new Date().toISOString();
-    try {
-      const rows = await jobRelease(
-        this.db.pool.pool,
-        this.db.run,
-        jobs.map((j) => ({
-          id: j.row.id,
-          token: j.row.lease_token,
-          started: j.started,
-          error: { attempt: j.row.attempt, at, kind: 'shutdown', message: `interrupted by shutdown of ${this.settings.owner}` },
-        })),
-        this.db.channels.jobs,
-      );
-      const state = new Map(rows.map((r) => [r.id, r.state]));
-      for (const j of jobs) {
-        this.active.remove(j);
-        const s = state.get(j.row.id);
-        if (s) this.events.emit({ type: 'job.released', jobId: j.row.id, kind: j.row.kind, queue: j.row.queue, attempt: j.row.attempt, state: s });
-      }
-    } catch (err) {
-      // Not handed back: the leases lapse and the rescuer takes the jobs within leaseMs.
-      this.reportError('release', err);
-      for (const j of jobs) this.active.remove(j);
-    }
-  }
-
   private async renewLeases(): Promise<void> {
     const jobs = this.active.all();
     if (jobs.length === 0) return;
-    const held = await jobHeartbeat(
-      this.db.pool.pool,
-      this.db.run,
-      jobs.map((j) => j.row.id),
-      jobs.map((j) => j.row.lease_token),
-      this.settings.leaseMs,
-    );
+    const held = await this.db.jobs.heartbeat({
+      ids: jobs.map((j) => j.row.id),
+      tokens: jobs.map((j) => j.row.lease_token),
+      leaseMs: this.settings.leaseMs,
+    });
     for (const j of jobs) {
       if (!held.has(j.row.lease_token) && this.active.get(j.row.id) === j) {
         this.runner.leaseLost(j, 'heartbeat found the lease taken (expired and rescued, or cancelled)');
@@ -368,7 +324,7 @@ export class Worker {
     const event = workerError(where, err);
     this.events.emit(event);
     // Rate-limit: a database outage must not flood the log.
-    const now = Date.now();
+    const now = this.clock.wall();
     if (now - this.lastError < 5_000) return;
     this.lastError = now;
     const { type: _type, error, ...ids } = event as Extract<typeof event, { type: 'worker.error' }>;

@@ -15,10 +15,6 @@ t.migrateBeforeAll();
 const mail = defineJob({ kind: 'mail', payload: z.object({ to: z.string() }), run: async () => undefined });
 const any = defineJob({ kind: 'any', payload: z.unknown(), run: async () => undefined });
 
-async function jobCount(): Promise<number> {
-  return (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs`)).rows[0].n;
-}
-
 async function failure(p: Promise<unknown> | (() => unknown)): Promise<NightshiftError> {
   try {
     await (typeof p === 'function' ? p() : p);
@@ -49,9 +45,9 @@ describe('enqueue: payloads that cannot be stored faithfully', () => {
     ['a nesting deeper than the stack', deep(200_000)],
   ])('%s: NS_PAYLOAD_INVALID, nothing written', async (_what, payload) => {
     const ns = t.client({ jobs: [any] });
-    const before = await jobCount();
+    const before = await t.jobCount();
     expect((await failure(ns.enqueue(any, payload))).code).toBe('NS_PAYLOAD_INVALID');
-    expect(await jobCount()).toBe(before);
+    expect(await t.jobCount()).toBe(before);
   });
 
   it('accepts what JSON can hold: astral characters, U+FFFF, -0 as 0, big numbers, deep but finite nesting', async () => {
@@ -63,11 +59,11 @@ describe('enqueue: payloads that cannot be stored faithfully', () => {
 
   it('an oversized payload of enqueueMany names its index and writes none of the batch', async () => {
     const ns = t.client({ jobs: [any], maxPayloadBytes: 1_000 });
-    const before = await jobCount();
+    const before = await t.jobCount();
     const err = await failure(ns.enqueueMany(any, [{ ok: 1 }, { big: 'x'.repeat(2_000) }]));
     expect(err.code).toBe('NS_PAYLOAD_TOO_LARGE');
     expect(err.message).toContain('payloads[1]');
-    expect(await jobCount()).toBe(before);
+    expect(await t.jobCount()).toBe(before);
   });
 });
 
@@ -113,11 +109,11 @@ describe('enqueue: options', () => {
     ['db without a query function', { db: { query: 'no' } }, 'db'],
   ])('%s: NS_OPTIONS_INVALID naming the field, nothing written', async (_what, options, field) => {
     const ns = t.client({ jobs: [mail] });
-    const before = await jobCount();
+    const before = await t.jobCount();
     const err = await failure(ns.enqueue(mail, { to: 'x' }, options as never));
     expect(err.code).toBe('NS_OPTIONS_INVALID');
     expect(err.issues.map((i) => i.path)).toContain(field);
-    expect(await jobCount()).toBe(before);
+    expect(await t.jobCount()).toBe(before);
   });
 
   it.each([
@@ -125,9 +121,9 @@ describe('enqueue: options', () => {
     ['a string', 'priority'],
   ])('options that are %s: NS_OPTIONS_INVALID', async (_what, options) => {
     const ns = t.client({ jobs: [mail] });
-    const before = await jobCount();
+    const before = await t.jobCount();
     expect((await failure(ns.enqueue(mail, { to: 'x' }, options as never))).code).toBe('NS_OPTIONS_INVALID');
-    expect(await jobCount()).toBe(before);
+    expect(await t.jobCount()).toBe(before);
   });
 
   it.each([
@@ -145,10 +141,10 @@ describe('enqueue: options', () => {
     const b = new pg.Client({ connectionString: t.url });
     await Promise.all([a.connect(), b.connect()]);
     try {
-      const before = await jobCount();
+      const before = await t.jobCount();
       const err = await failure(ns.enqueueMany(mail, [{ to: '1' }, { to: '2' }], (_p, i) => ({ db: i === 0 ? a : b })));
       expect(err.code).toBe('NS_OPTIONS_INVALID');
-      expect(await jobCount()).toBe(before);
+      expect(await t.jobCount()).toBe(before);
     } finally {
       await Promise.all([a.end(), b.end()]);
     }
@@ -160,10 +156,10 @@ describe('enqueue: options', () => {
     ['an empty name', ''],
   ])('enqueueRegistered with a kind of %s: a typed error, nothing written', async (_what, kind) => {
     const ns = t.client({ jobs: [mail] });
-    const before = await jobCount();
+    const before = await t.jobCount();
     const err = await failure(ns.enqueueRegistered(kind, {}));
     expect(['NS_UNKNOWN_KIND', 'NS_OPTIONS_INVALID']).toContain(err.code);
-    expect(await jobCount()).toBe(before);
+    expect(await t.jobCount()).toBe(before);
   });
 });
 
@@ -275,11 +271,11 @@ describe('enqueue: jobs that could never run, and trace contexts (issue 11, bug 
     ['an over-long tracestate', { traceContext: { tracestate: 'x'.repeat(600) } }, 'traceContext'],
   ])('%s: NS_OPTIONS_INVALID naming the field, nothing written', async (_what, options, field) => {
     const ns = t.client({ jobs: [mail] });
-    const before = await jobCount();
+    const before = await t.jobCount();
     const err = await failure(ns.enqueue(mail, { to: 'a' }, options as never));
     expect(err.code).toBe('NS_OPTIONS_INVALID');
     expect(err.issues.map((i) => i.path)).toContain(field);
-    expect(await jobCount()).toBe(before);
+    expect(await t.jobCount()).toBe(before);
   });
 
 });

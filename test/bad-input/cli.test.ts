@@ -1,22 +1,23 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/db.js';
-import { cli } from '../support/cli.js';
+import { cliInProcess as cli } from '../cli/in-process.js';
 
-// Entry point: the `nightshift` CLI (the real binary, on the CLI tests' app in
-// test/fixtures/cli-app). A bad flag value or payload exits 2 with the error's code and writes
-// nothing. Cases already in test/cli/cli.test.ts are not repeated here; each case spawns the CLI,
-// so the table keeps one case per kind of mistake.
+// Entry point: the `nightshift` CLI (runCli in this process — what the binary adds is in
+// test/cli/binary.test.ts — on the CLI tests' app in test/fixtures/cli-app). A bad flag value or
+// payload exits 2 with the error's code and writes nothing. Cases already in test/cli/cli.test.ts
+// are not repeated here; the table keeps one case per kind of mistake.
 
 const t = useTestDatabase('bad_cli');
-const env = () => ({ DATABASE_URL: t.url, NS_SCHEMA: t.schema });
+// The config reads NS_SCHEMA from process.env (the CLI runs in this process).
+process.env.NS_SCHEMA = t.schema;
+const env = () => ({ DATABASE_URL: t.url });
 const run = (args: string[], extra: Record<string, string | undefined> = {}) => cli(args, { env: { ...env(), ...extra } });
-const jobCount = async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs`)).rows[0].n as number;
 let before = 0;
 
 beforeAll(async () => {
   const r = await run(['migrate']);
   expect(r.code, r.stderr).toBe(0);
-  before = await jobCount();
+  before = await t.jobCount();
 });
 
 const enqueue = (...flags: string[]) => ['enqueue', 'send-email', '--payload', '{"to":"a@example.com"}', ...flags];
@@ -49,7 +50,8 @@ const cases: [what: string, args: string[], code: number, stderr: string][] = [
 ];
 
 describe('nightshift CLI: bad input', () => {
-  it.concurrent.each(cases)('%s: exit %i, nothing written', async (_what, args, code, stderr) => {
+  // One after another: the leak guard counts what each test leaves running, which concurrent tests would blur.
+  it.each(cases.map(([what, args, code, stderr]) => ({ what, args, code, stderr })))('$what: exit $code, nothing written', async ({ args, code, stderr }) => {
     const r = await run(args);
     expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(code);
     expect(r.stderr).toContain(stderr);
@@ -70,6 +72,6 @@ describe('nightshift CLI: bad input from the environment', () => {
 
 describe('nightshift CLI: after the bad calls', () => {
   it('no job was written', async () => {
-    expect(await jobCount()).toBe(before);
+    expect(await t.jobCount()).toBe(before);
   });
 });

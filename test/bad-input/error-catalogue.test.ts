@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { exitCodeFor } from '../../src/cli/exit-codes.js';
-import { NightshiftError } from '../../src/errors.js';
+import { NIGHTSHIFT_ERROR_CODES, NightshiftError, type NightshiftErrorCode } from '../../src/errors.js';
 
 // Bug 12 of issue 11: four codes thrown by the code were missing from docs/errors.md. Every code
 // under src/ (TypeScript and SQL) must have its row, and the row's "(usage)" mark must match the
-// CLI's exit code for it (2 for usage, 1 otherwise).
+// CLI's exit code for it (2 for usage, 1 otherwise). Issue 12: the codes are a literal union
+// (NightshiftErrorCode, from NIGHTSHIFT_ERROR_CODES), which is exactly the list of docs/errors.md.
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {
@@ -29,7 +30,15 @@ describe('docs/errors.md lists every code', () => {
     expect(rows.has(code), `docs/errors.md has no row for ${code}`).toBe(true);
   });
 
+  it('NightshiftErrorCode lists the codes of docs/errors.md, in its order', () => {
+    expect([...NIGHTSHIFT_ERROR_CODES]).toEqual([...rows.keys()]);
+  });
+
+  it.each(thrown)('%s is a NightshiftErrorCode', (code) => {
+    expect(NIGHTSHIFT_ERROR_CODES).toContain(code);
+  });
+
   it.each([...rows])('%s: the CLI exit code matches the row (usage: %s)', (code, usage) => {
-    expect(exitCodeFor(new NightshiftError(code, 'x'))).toBe(usage ? 2 : 1);
+    expect(exitCodeFor(new NightshiftError(code as NightshiftErrorCode, 'x'))).toBe(usage ? 2 : 1);
   });
 });

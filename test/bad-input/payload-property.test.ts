@@ -67,10 +67,6 @@ function inject(v: unknown, poison: { value: unknown; asKey?: string }, at: numb
   return { value: v, [key]: poison.value };
 }
 
-async function jobCount(): Promise<number> {
-  return (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs`)).rows[0].n;
-}
-
 describe('payload round trip (properties)', () => {
   it('any storable JSON value comes back deep-equal, through the API and through the SQL function', async () => {
     const ns = t.client({ jobs: [any] });
@@ -90,14 +86,14 @@ describe('payload round trip (properties)', () => {
     await fc.assert(
       fc.asyncProperty(json, poisons, fc.nat(), fc.boolean(), async (value, poison, at, viaSql) => {
         const payload = inject(value, poison, at);
-        const before = await jobCount();
+        const before = await t.jobCount();
         const err = await (viaSql ? ns.enqueueRegistered('any', payload) : ns.enqueue(any, payload)).then(
           () => undefined,
           (e: unknown) => e,
         );
         expect(isNightshiftError(err), `${poison.what} was accepted (at ${at})`).toBe(true);
         expect((err as { code: string }).code).toBe('NS_PAYLOAD_INVALID');
-        expect(await jobCount()).toBe(before);
+        expect(await t.jobCount()).toBe(before);
       }),
       { numRuns: 150 },
     );

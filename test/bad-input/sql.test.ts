@@ -27,10 +27,6 @@ function expectedState(call: string, sqlState: string): string {
   return call.includes("'infinity'::interval") && serverVersion < 170_000 ? '22007' : sqlState;
 }
 
-async function jobCount(): Promise<number> {
-  return (await t.sql.query(`SELECT count(*)::int AS n FROM ${s()}.jobs`)).rows[0].n;
-}
-
 describe('SQL enqueue(): bad calls', () => {
   it.each([
     [`enqueue('x''; DROP TABLE jobs; --')`, 'NS001'],
@@ -71,7 +67,7 @@ describe('SQL enqueue(): bad calls', () => {
     [`enqueue('mail', '{}', priority => '99999999999')`, '22003'],
   ])('%s fails with SQLSTATE %s and writes nothing', async (call, expected) => {
     const sqlState = expectedState(call, expected);
-    const before = await jobCount();
+    const before = await t.jobCount();
     const err = await t.sql.query(`SELECT ${s()}.${call}`).then(
       () => undefined,
       (e: unknown) => e as { code: string; message: string; hint?: string },
@@ -82,12 +78,12 @@ describe('SQL enqueue(): bad calls', () => {
       expect(err!.message).toMatch(/^NS_[A-Z_]+: /);
       expect(err!.hint).toBeTruthy();
     }
-    expect(await jobCount()).toBe(before);
+    expect(await t.jobCount()).toBe(before);
   });
 
   it('a kind with SQL metacharacters is data, never SQL: the tables are intact', async () => {
     await t.sql.query(`SELECT ${s()}.enqueue('mail', '{"to":"a"}')`).catch(() => undefined);
     await t.sql.query(`SELECT ${s()}.enqueue('x''); DELETE FROM ${s()}.jobs; --')`).catch(() => undefined);
-    expect(await jobCount()).toBeGreaterThan(0);
+    expect(await t.jobCount()).toBeGreaterThan(0);
   });
 });

@@ -1,11 +1,15 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/db.js';
-import { cli, CLI_APP, CLI_ENTRY } from '../support/cli.js';
-import { startScript } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
+import { cliInProcess as cli, startInProcess } from './in-process.js';
+
+// The CLI in this process (runCli); what only the real binary shows — signals, exit, the bin
+// file — is in binary.test.ts.
 
 const t = useTestDatabase('cli');
-const env = () => ({ DATABASE_URL: t.url, NS_SCHEMA: t.schema });
+// The config (test/fixtures/cli-app) takes its schema from NS_SCHEMA, which it reads from process.env.
+process.env.NS_SCHEMA = t.schema;
+const env = () => ({ DATABASE_URL: t.url });
 const run = (args: string[], extra: Record<string, string | undefined> = {}) => cli(args, { env: { ...env(), ...extra } });
 
 beforeAll(async () => {
@@ -25,14 +29,14 @@ describe('nightshift CLI', () => {
   });
 
   it('fails with exit 2 and a hint when no database URL is given', async () => {
-    const r = await cli(['jobs', 'list'], { env: { DATABASE_URL: undefined, NS_SCHEMA: t.schema } });
+    const r = await cli(['jobs', 'list'], { env: { DATABASE_URL: undefined } });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('no database URL');
     expect(r.stderr).toContain('DATABASE_URL');
   });
 
   it('takes the database from --database-url too', async () => {
-    const r = await cli(['--database-url', t.url, 'queues', 'list', '--json'], { env: { DATABASE_URL: undefined, NS_SCHEMA: t.schema } });
+    const r = await cli(['--database-url', t.url, 'queues', 'list', '--json'], { env: { DATABASE_URL: undefined } });
     expect(r.code, r.stderr).toBe(0);
     expect(Array.isArray(JSON.parse(r.stdout))).toBe(true);
   });
@@ -112,41 +116,41 @@ describe('nightshift CLI', () => {
     expect(missing.stderr).toContain('no such file');
   });
 
-  it('worker runs its role, registers itself, hosts its daemon, and stops cleanly on SIGTERM', async () => {
-    const proc = startScript(CLI_ENTRY, { ...env(), NIGHTSHIFT_LOG_LEVEL: 'warn' }, ['worker', '--roles', 'outbox-worker'], CLI_APP);
+  it('worker runs its role, registers itself, hosts its daemon, and stops cleanly when asked to (SIGTERM in the binary)', async () => {
+    const worker = startInProcess(['worker', '--roles', 'outbox-worker'], { env: env() });
     try {
-      await proc.waitForLine('started');
+      await worker.waitForLine('started');
       const r = await run(['enqueue', 'outbox-event', '--payload', '{"action":"post_pending","id":"tx-1"}', '--json']);
       const { id } = JSON.parse(r.stdout);
       await waitFor('the worker to complete the job', async () => (await jobState(id)) === 'completed');
       // A kind outside the role stays untouched.
       const other = JSON.parse((await run(['enqueue', 'send-email', '--payload', '{"to":"b@example.com"}', '--json'])).stdout).id;
       const workers = await run(['workers', '--json']);
-      const me = JSON.parse(workers.stdout).find((p: { pid: number }) => p.pid === proc.pid);
+      // The worker runs in this process; the short commands do not register themselves.
+      const me = JSON.parse(workers.stdout).find((p: { pid: number }) => p.pid === process.pid);
       expect(me).toMatchObject({ roles: ['outbox-worker'], info: { kinds: ['outbox-event'], queues: ['outbox'] } });
       await waitFor('the daemon to be elected', async () => JSON.parse((await run(['daemons', '--json'])).stdout).some((l: { name: string; status: string }) => l.name === 'daemon:refresh-seeds' && l.status === 'leading'));
       expect(await jobState(other)).toBe('available');
-      proc.kill('SIGTERM');
-      expect((await proc.exited).code).toBe(0);
+      worker.stop('SIGTERM');
+      expect((await worker.ended).code).toBe(0);
+      expect(worker.output()).toContain('SIGTERM: stopping (grace 2000 ms)');
       // A clean stop removes the process from the registry and releases the daemon's lease.
-      expect(JSON.parse((await run(['workers', '--json'])).stdout).some((p: { pid: number }) => p.pid === proc.pid)).toBe(false);
+      expect(JSON.parse((await run(['workers', '--json'])).stdout).some((p: { pid: number }) => p.pid === process.pid)).toBe(false);
       const daemons = JSON.parse((await run(['daemons', '--json'])).stdout);
       expect(daemons.find((l: { name: string }) => l.name === 'daemon:refresh-seeds')).toMatchObject({ status: 'no leader (lease expired)' });
     } finally {
-      proc.kill('SIGKILL');
-      await proc.exited;
+      await worker.close();
     }
   });
 
   it('jobs resolve, retry and cancel, with bulk actions asking for --yes and supporting --dry-run', async () => {
     const held = JSON.parse((await run(['enqueue', 'outbox-event', '--payload', '{"action":"void_pending","id":"review-1"}', '--json'])).stdout).id;
-    const proc = startScript(CLI_ENTRY, env(), ['worker', '--roles', 'outbox-worker'], CLI_APP);
+    const worker = startInProcess(['worker', '--roles', 'outbox-worker'], { env: env() });
     try {
-      await proc.waitForLine('started');
+      await worker.waitForLine('started');
       await waitFor('the job to be held', async () => (await jobState(held)) === 'held');
     } finally {
-      proc.kill('SIGTERM');
-      await proc.exited;
+      await worker.close();
     }
     const bad = await run(['jobs', 'resolve', held, '--as', 'maybe']);
     expect(bad.code).toBe(2);

@@ -1,5 +1,6 @@
 // `nightshift dev` as a developer runs it: a real process in a scratch project, its embedded
-// PostgreSQL kept in .nightshift/, a job enqueued through it, restarts on edits, Ctrl-C.
+// PostgreSQL kept in .nightshift/, a job enqueued through it, restarts on edits, Ctrl-C. The
+// short commands beside it (enqueue, a second dev refused) run in this process.
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,9 +8,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cli } from '../support/cli.js';
 import { startScript, type Proc } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
+import { cliInProcess as cli } from './in-process.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const project = mkdtempSync(join(tmpdir(), 'ns-dev-project-'));

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { defineConsumer, defineDaemon, defineJob, defineStream, isNightshiftError, type NightshiftError } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
-import { cli } from '../support/cli.js';
+import { cliInProcess as cli } from './in-process.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
@@ -13,7 +13,9 @@ import { waitFor } from '../support/wait.js';
 
 const t = useTestDatabase('ops_asks');
 t.migrateBeforeAll();
-const env = () => ({ DATABASE_URL: t.url, NS_SCHEMA: t.schema });
+// The CLI runs in this process; its config (test/fixtures/cli-app) reads NS_SCHEMA from process.env.
+process.env.NS_SCHEMA = t.schema;
+const env = () => ({ DATABASE_URL: t.url });
 const payload = z.object({ n: z.number() });
 
 async function audit(target: string): Promise<{ actor: string; action: string; reason: string | null; details: Record<string, unknown> }[]> {

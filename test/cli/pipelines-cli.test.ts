@@ -3,17 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { drain } from '../../src/testing/index.js';
-import { cli } from '../support/cli.js';
 import { useTestDatabase } from '../support/db.js';
 import { report } from '../fixtures/pipelines-app/report.js';
+import { cliInProcess } from './in-process.js';
 
 const t = useTestDatabase('plcli');
 t.migrateBeforeAll();
 const APP = new URL('../fixtures/pipelines-app', import.meta.url).pathname;
 const ARTIFACTS = mkdtempSync(join(tmpdir(), 'ns-cli-artifacts-'));
 process.env.NIGHTSHIFT_ARTIFACTS_DIR = ARTIFACTS;
-const run = (args: string[], env: Record<string, string> = {}) =>
-  cli(['--schema', t.schema, '--actor', 'ops@test', 'pipelines', ...args], { cwd: APP, env: { DATABASE_URL: t.url, NIGHTSHIFT_ARTIFACTS_DIR: ARTIFACTS, ...env } });
+// The CLI in this process (runCli): the config reads NIGHTSHIFT_ARTIFACTS_DIR from process.env.
+const run = (args: string[]) => cliInProcess(['--schema', t.schema, '--actor', 'ops@test', 'pipelines', ...args], { cwd: APP, env: { DATABASE_URL: t.url } });
 const q = () => `"${t.schema}"`;
 
 describe('nightshift pipelines', () => {
@@ -62,7 +62,8 @@ describe('nightshift pipelines', () => {
   });
 
   it('reruns a failed run, restarts from a step, and cancels a running one', async () => {
-    await run(['start', 'report', '2026-12-01'], { PL_FAIL: '2026-12-01' });
+    await run(['start', 'report', '2026-12-01']);
+    // The steps read PL_FAIL where they run: in this process's drain.
     process.env.PL_FAIL = '2026-12-01';
     try {
       await drain(t.client({ pipelines: [report] }));

@@ -1,24 +1,28 @@
-import { beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { useTestDatabase } from '../support/db.js';
-import { cli, CLI_ENTRY } from '../support/cli.js';
-import { startScript } from '../support/processes.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
+import { cliInProcess as cli, startInProcess, withProcessEnv } from './in-process.js';
 
 const APP = join(new URL('..', import.meta.url).pathname, 'fixtures', 'streams-app');
 
 describeWithRedis('streams hosted by roles, and nightshift streams', () => {
   const redis = useRedisServer();
   const t = useTestDatabase('st');
-  // The config names its stream after the schema; this process imports it too.
+  // The config names its stream after the schema; this process imports it too. The CLI runs in
+  // this process: the config reads NS_SCHEMA and the library REDIS_URL from process.env.
   process.env.NS_SCHEMA = t.schema;
-  const env = () => ({ DATABASE_URL: t.url, NS_SCHEMA: t.schema, REDIS_URL: redis.server().url, NIGHTSHIFT_LOG_LEVEL: 'warn' });
+  const env = () => ({ DATABASE_URL: t.url, NIGHTSHIFT_LOG_LEVEL: 'warn' });
   const run = (args: string[]) => cli(args, { env: env(), cwd: APP });
 
   beforeAll(async () => {
-    const r = await cli(['migrate'], { env: { DATABASE_URL: t.url, NS_SCHEMA: t.schema, REDIS_URL: redis.server().url }, cwd: APP });
+    process.env.REDIS_URL = redis.server().url;
+    const r = await cli(['migrate'], { env: { DATABASE_URL: t.url }, cwd: APP });
     expect(r.code, r.stderr).toBe(0);
+  });
+  afterAll(() => {
+    delete process.env.REDIS_URL;
   });
 
   it('a worker with the backend role consumes its group; the diagnosis shows who reads and who never started', async () => {
@@ -30,9 +34,9 @@ describeWithRedis('streams hosted by roles, and nightshift streams', () => {
     ]);
     const human = await run(['streams']);
     expect(human.stdout).toContain('consumer never started');
-    const proc = startScript(CLI_ENTRY, env(), ['worker', '--roles', 'backend'], APP);
+    const worker = startInProcess(['worker', '--roles', 'backend'], { env: env(), cwd: APP });
     try {
-      await proc.waitForLine('started');
+      await worker.waitForLine('started');
       const producer = t.client({ redisUrl: redis.server().url, streams: [] });
       const stream = `${t.schema}:order-update`;
       const { updates } = await import('../fixtures/streams-app/nightshift.config.js');
@@ -51,8 +55,7 @@ describeWithRedis('streams hosted by roles, and nightshift streams', () => {
       expect(audit.status).toBe('never-started');
       expect(d.streams[0].length).toBe(5);
     } finally {
-      proc.kill('SIGTERM');
-      await proc.exited;
+      await worker.close();
     }
   });
 
@@ -65,7 +68,7 @@ describeWithRedis('streams hosted by roles, and nightshift streams', () => {
   });
 
   it('a consumer without Redis configured is a configuration error', async () => {
-    const r = await cli(['worker', '--roles', 'backend'], { env: { DATABASE_URL: t.url, NS_SCHEMA: t.schema, REDIS_URL: undefined }, cwd: APP });
+    const r = await withProcessEnv({ REDIS_URL: undefined }, () => cli(['worker', '--roles', 'backend'], { env: { DATABASE_URL: t.url }, cwd: APP }));
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('redisUrl');
   });

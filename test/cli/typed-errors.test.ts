@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { defineJob } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
-import { cli, CLI_APP } from '../support/cli.js';
+import { CLI_APP } from '../support/cli.js';
+import { cliInProcess as cli, withProcessEnv } from './in-process.js';
 import { waitFor } from '../support/wait.js';
 
 // Bug 12 of issue 11, the CLI's side: each of these printed a raw error with its stack, or the
@@ -14,13 +15,15 @@ import { waitFor } from '../support/wait.js';
 // exit code of docs/errors.md.
 
 const t = useTestDatabase('cli_typed');
-const env = (schema = t.schema) => ({ DATABASE_URL: t.url, NS_SCHEMA: schema });
+// The CLI runs in this process; its config (test/fixtures/cli-app) reads NS_SCHEMA from process.env.
+process.env.NS_SCHEMA = t.schema;
+const env = () => ({ DATABASE_URL: t.url });
 const STACK = /^\s+at /m;
 
 describe('typed errors from the CLI', () => {
   it('a command on a schema never migrated: NS_NOT_MIGRATED, exit 1', async () => {
     for (const args of [['jobs', 'list'], ['enqueue', 'send-email', '--payload', '{"to":"a@example.com"}'], ['workers']]) {
-      const r = await cli(args, { env: env(`${t.schema}_none`) });
+      const r = await withProcessEnv({ NS_SCHEMA: `${t.schema}_none` }, () => cli(args, { env: env() }));
       expect(r.code, r.stderr).toBe(1);
       expect(r.stderr).toContain('error NS_NOT_MIGRATED: schema');
       expect(r.stderr).not.toMatch(STACK);
@@ -31,7 +34,7 @@ describe('typed errors from the CLI', () => {
     const schema = `${t.schema}_app`;
     await t.sql.query(`CREATE SCHEMA "${schema}"; CREATE TABLE "${schema}".jobs (id serial PRIMARY KEY, title text)`);
     try {
-      const r = await cli(['migrate'], { env: env(schema) });
+      const r = await withProcessEnv({ NS_SCHEMA: schema }, () => cli(['migrate'], { env: env() }));
       expect(r.code, r.stderr).toBe(1);
       expect(r.stderr).toContain('error NS_MIGRATION_FAILED: migration 0001 jobs failed');
       expect(r.stderr).toContain('a schema of its own');

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Database } from '../../src/db/database.js';
-import { jobClaim } from '../../src/db/jobs-run.js';
 import { createPool } from '../../src/db/pool.js';
 import { defineJob, type DedupeScope } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
@@ -22,7 +21,7 @@ async function claimAsCrashedWorker(queue: string, kinds: string[], n: number) {
   const pool = createPool({ connectionString: t.url, max: 1, applicationName: 'crashed' });
   try {
     const db = new Database(pool, t.schema);
-    const rows = await jobClaim(pool.pool, db.run, queue, kinds, n, n, 'crashed-worker', 60_000);
+    const rows = await db.jobs.claim({ queue, kinds, limit: n, startNow: n, owner: 'crashed-worker', leaseMs: 60_000 });
     await t.sql.query(`UPDATE ${q()}.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);
     return rows;
   } finally {

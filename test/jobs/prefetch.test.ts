@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Database } from '../../src/db/database.js';
-import { jobClaim, jobStart } from '../../src/db/jobs-run.js';
 import { createPool } from '../../src/db/pool.js';
 import { defineJob, type NightshiftEvent } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
@@ -153,10 +152,10 @@ describe('claiming ahead of free slots (prefetch)', () => {
     const pool = createPool({ connectionString: t.url, max: 1, applicationName: 'pf-crashed' });
     try {
       const db = new Database(pool, t.schema);
-      const claimed = await jobClaim(pool.pool, db.run, 'pf-amo', ['pf-amo'], 2, 2, 'crashed', 60_000);
+      const claimed = await db.jobs.claim({ queue: 'pf-amo', kinds: ['pf-amo'], limit: 2, startNow: 2, owner: 'crashed', leaseMs: 60_000 });
       expect(claimed.map((r) => r.id).sort()).toEqual([...ids].sort());
       const second = claimed.find((r) => r.id === ids[1])!;
-      expect([...(await jobStart(pool.pool, db.run, [second.id], [second.lease_token]))]).toEqual([second.lease_token]);
+      expect([...(await db.jobs.start({ ids: [second.id], tokens: [second.lease_token] }))]).toEqual([second.lease_token]);
     } finally {
       await pool.close();
     }

@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { leaseAcquire, leaseAssert, leaseCheck, leaseRelease, leaseStatements, type LeaseStatements } from '../../src/db/leases.js';
+import type { LeaseQueries } from '../../src/db/leases.js';
 import { translateDbError } from '../../src/db/pg-errors.js';
 import { FencedError } from '../../src/errors.js';
 import { useTestDatabase } from '../support/db.js';
@@ -19,10 +19,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function setup(): { pool: pg.Pool; st: LeaseStatements } {
+function setup(): { pool: pg.Pool; leases: LeaseQueries } {
   const { database, close } = openDatabase(t.url, t.schema);
   cleanups.push(close);
-  return { pool: database.pool.pool, st: leaseStatements(database.statements) };
+  return { pool: database.pool.pool, leases: database.leases };
 }
 
 /** A client in an open transaction; rolled back and released after the test if still open. */
@@ -55,28 +55,28 @@ beforeAll(async () => {
 
 describe('fencing with assert_lease', () => {
   it('lets the current holder write inside its transaction', async () => {
-    const { pool, st } = setup();
+    const { pool, leases } = setup();
     const name = uniqueName();
-    const term = (await leaseAcquire(pool, st, name, 'a', 60_000, undefined))!;
+    const term = (await leases.acquire({ name, holder: 'a', ttlMs: 60_000 }))!;
     const tx = await begin(pool);
-    await leaseAssert(tx, st, name, term.token);
+    await leases.assert({ tx, name, token: term.token });
     await tx.query(`INSERT INTO ${q()}.fenced_writes (lease, token) VALUES ($1, $2)`, [name, term.token]);
     await tx.query('COMMIT');
     const { rows } = await t.sql.query(`SELECT token::text FROM ${q()}.fenced_writes WHERE lease = $1`, [name]);
     expect(rows).toEqual([{ token: term.token }]);
-    expect(await leaseCheck(pool, st, name, term.token)).toBe(true);
+    expect(await leases.check({ name, token: term.token })).toBe(true);
   });
 
   it('refuses a deposed holder with NS_FENCED, and its write in the same transaction rolls back', async () => {
-    const { pool, st } = setup();
+    const { pool, leases } = setup();
     const name = uniqueName();
-    const old = (await leaseAcquire(pool, st, name, 'a', 60_000, undefined))!;
-    await leaseRelease(pool, st, name, old.token);
-    const current = (await leaseAcquire(pool, st, name, 'b', 60_000, undefined))!;
+    const old = (await leases.acquire({ name, holder: 'a', ttlMs: 60_000 }))!;
+    await leases.release({ name, token: old.token });
+    const current = (await leases.acquire({ name, holder: 'b', ttlMs: 60_000 }))!;
 
     const tx = await begin(pool);
     await tx.query(`INSERT INTO ${q()}.fenced_writes (lease, token) VALUES ($1, $2)`, [name, old.token]);
-    const err = await refusal(leaseAssert(tx, st, name, old.token));
+    const err = await refusal(leases.assert({ tx, name, token: old.token }));
     expect(err.code).toBe('NS_FENCED');
     expect(err.lease).toBe(name);
     expect(err.token).toBe(old.token);
@@ -84,18 +84,18 @@ describe('fencing with assert_lease', () => {
     await tx.query('ROLLBACK');
     const { rows } = await t.sql.query(`SELECT * FROM ${q()}.fenced_writes WHERE lease = $1`, [name]);
     expect(rows).toEqual([]);
-    expect(await leaseCheck(pool, st, name, old.token)).toBe(false);
+    expect(await leases.check({ name, token: old.token })).toBe(false);
   });
 
   it('refuses the holder once its lease has expired, and a lease that does not exist', async () => {
-    const { pool, st } = setup();
+    const { pool, leases } = setup();
     const name = uniqueName();
-    const term = (await leaseAcquire(pool, st, name, 'a', 60_000, undefined))!;
+    const term = (await leases.acquire({ name, holder: 'a', ttlMs: 60_000 }))!;
     await t.sql.query(`UPDATE ${q()}.leases SET expires_at = now() - interval '1 second' WHERE name = $1`, [name]);
     const tx = await begin(pool);
-    expect((await refusal(leaseAssert(tx, st, name, term.token))).message).toContain('expired at');
+    expect((await refusal(leases.assert({ tx, name, token: term.token }))).message).toContain('expired at');
     await tx.query('ROLLBACK');
-    const err = await refusal(leaseAssert(pool, st, 'no-such-lease', '1'));
+    const err = await refusal(leases.assert({ tx: pool, name: 'no-such-lease', token: '1' }));
     expect(err.message).toContain('no such lease');
     // Plain SQL callers get SQLSTATE NS005 and the NS_FENCED prefix.
     const raw = await t.sql.query(`SELECT ${q()}.assert_lease($1, $2)`, ['no-such-lease', 1]).catch((e: { code: string; message: string }) => e);
@@ -104,20 +104,20 @@ describe('fencing with assert_lease', () => {
   });
 
   it('keeps a takeover from committing until the fenced transaction ends', async () => {
-    const { pool, st } = setup();
+    const { pool, leases } = setup();
     const name = uniqueName();
-    const old = (await leaseAcquire(pool, st, name, 'a', 2_000, undefined))!;
+    const old = (await leases.acquire({ name, holder: 'a', ttlMs: 2_000 }))!;
     const tx = await begin(pool);
     // Our own idle timeout, so assert_lease leaves it alone and the transaction may outlive the lease.
     await tx.query(`SET LOCAL idle_in_transaction_session_timeout = '60s'`);
-    await leaseAssert(tx, st, name, old.token);
+    await leases.assert({ tx, name, token: old.token });
     await waitFor('the lease to expire by the database clock', async () => {
       const { rows } = await t.sql.query(`SELECT expires_at < clock_timestamp() AS gone FROM ${q()}.leases WHERE name = $1`, [name]);
       return rows[0]?.gone === true;
     });
     // A contender arrives after expiry; it must wait for the fenced transaction.
     let settled = false;
-    const takeover = leaseAcquire(t.sql, st, name, 'b', 60_000, undefined).finally(() => (settled = true));
+    const takeover = leases.acquire({ name, holder: 'b', ttlMs: 60_000, db: t.sql }).finally(() => (settled = true));
     await waitFor('the takeover to wait on the lease row lock', async () => {
       const { rows } = await t.sql.query(
         `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO ${q()}.leases%'`,
@@ -133,16 +133,16 @@ describe('fencing with assert_lease', () => {
     const { rows } = await t.sql.query(`SELECT token::text FROM ${q()}.fenced_writes WHERE lease = $1`, [name]);
     expect(rows).toEqual([{ token: old.token }]);
     // From now on the old token is refused.
-    await expect(refusal(leaseAssert(pool, st, name, old.token))).resolves.toBeInstanceOf(FencedError);
+    await expect(refusal(leases.assert({ tx: pool, name, token: old.token }))).resolves.toBeInstanceOf(FencedError);
   });
 
   it('ends a fenced transaction left idle past its lease, so a frozen holder cannot block a takeover', async () => {
-    const { pool, st } = setup();
+    const { pool, leases } = setup();
     const name = uniqueName();
-    const term = (await leaseAcquire(pool, st, name, 'a', 1_000, undefined))!;
+    const term = (await leases.acquire({ name, holder: 'a', ttlMs: 1_000 }))!;
     const tx = await begin(pool);
     const { rows: me } = await tx.query('SELECT pg_backend_pid() AS pid');
-    await leaseAssert(tx, st, name, term.token);
+    await leases.assert({ tx, name, token: term.token });
     await waitFor('the server to end the idle transaction', async () => {
       const { rows } = await t.sql.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1', [me[0].pid]);
       return rows[0].n === 0;
@@ -151,7 +151,7 @@ describe('fencing with assert_lease', () => {
     const { rows } = await t.sql.query(`SELECT * FROM ${q()}.fenced_writes WHERE lease = $1`, [name]);
     expect(rows).toEqual([]);
     // The row lock is gone with it: the next contender gets the lease.
-    const won = await waitFor('a takeover', () => leaseAcquire(t.sql, st, name, 'b', 60_000, undefined));
+    const won = await waitFor('a takeover', () => leases.acquire({ name, holder: 'b', ttlMs: 60_000, db: t.sql }));
     expect(BigInt(won.token)).toBeGreaterThan(BigInt(term.token));
   });
 });

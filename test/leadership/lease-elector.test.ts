@@ -1,12 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { leaseAcquire, leaseRelease, leaseRenew, leaseStatements } from '../../src/db/leases.js';
 import { LeadershipLostError } from '../../src/errors.js';
 import { LeaseElector, type LeaseElectorOptions } from '../../src/leadership/lease-elector.js';
 import { listLeases } from '../../src/leadership/lease-listing.js';
 import { EventBus, type NightshiftEvent } from '../../src/telemetry/events.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { useTestDatabase } from '../support/db.js';
-import { TcpProxy, viaProxy } from '../support/tcp-proxy.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 import { waitFor } from '../support/wait.js';
 import { openDatabase } from './helpers.js';
 
@@ -45,26 +44,25 @@ function record(bus: EventBus): Stamped[] {
 describe('lease statements', () => {
   it('acquire takes a free or expired lease, refuses a held one, and always starts a term with a larger token', async () => {
     const d = db();
-    const st = leaseStatements(d.statements);
-    const pool = d.pool.pool;
+    const leases = d.leases;
     const name = uniqueName();
-    const first = await leaseAcquire(pool, st, name, 'a', 60_000, undefined);
+    const first = await leases.acquire({ name, holder: 'a', ttlMs: 60_000 });
     expect(first).toBeDefined();
-    expect(await leaseAcquire(pool, st, name, 'b', 60_000, undefined)).toBeUndefined();
+    expect(await leases.acquire({ name, holder: 'b', ttlMs: 60_000 })).toBeUndefined();
     // The same holder without its last token is refused too: terms are told apart by token, not by holder.
-    expect(await leaseAcquire(pool, st, name, 'a', 60_000, undefined)).toBeUndefined();
-    expect(await leaseAcquire(pool, st, name, 'a', 60_000, String(BigInt(first!.token) + 1000n))).toBeUndefined();
+    expect(await leases.acquire({ name, holder: 'a', ttlMs: 60_000 })).toBeUndefined();
+    expect(await leases.acquire({ name, holder: 'a', ttlMs: 60_000, lastToken: String(BigInt(first!.token) + 1000n) })).toBeUndefined();
     // With its own last token (a renewal lost in flight) it starts a new term at once.
-    const again = await leaseAcquire(pool, st, name, 'a', 60_000, first!.token);
+    const again = await leases.acquire({ name, holder: 'a', ttlMs: 60_000, lastToken: first!.token });
     expect(BigInt(again!.token)).toBeGreaterThan(BigInt(first!.token));
     // The earlier term can no longer renew or release.
-    expect(await leaseRenew(pool, st, name, first!.token, 60_000)).toBe(false);
-    expect(await leaseRelease(pool, st, name, first!.token)).toBe(false);
-    expect(await leaseRenew(pool, st, name, again!.token, 60_000)).toBe(true);
+    expect(await leases.renew({ name, token: first!.token, ttlMs: 60_000 })).toBe(false);
+    expect(await leases.release({ name, token: first!.token })).toBe(false);
+    expect(await leases.renew({ name, token: again!.token, ttlMs: 60_000 })).toBe(true);
     // Released: the next contender takes it, with a larger token still.
-    expect(await leaseRelease(pool, st, name, again!.token)).toBe(true);
-    expect(await leaseRenew(pool, st, name, again!.token, 60_000)).toBe(false);
-    const other = await leaseAcquire(pool, st, name, 'b', 60_000, undefined);
+    expect(await leases.release({ name, token: again!.token })).toBe(true);
+    expect(await leases.renew({ name, token: again!.token, ttlMs: 60_000 })).toBe(false);
+    const other = await leases.acquire({ name, holder: 'b', ttlMs: 60_000 });
     expect(BigInt(other!.token)).toBeGreaterThan(BigInt(again!.token));
     const [row] = await listLeases(d, { prefix: name });
     expect(row).toMatchObject({ name, holder: 'b', token: other!.token, expired: false });
@@ -142,10 +140,9 @@ describe('LeaseElector', () => {
     const name = uniqueName();
     const events = new EventBus();
     const seen = record(events);
-    const target = new URL(t.url);
-    const proxy = new TcpProxy(target.hostname, Number(target.port));
+    const proxy = TcpProxy.for(t.url);
     await proxy.listen();
-    const cut = db(viaProxy(t.url, proxy.port));
+    const cut = db(proxy.url(t.url));
     cleanups.push(() => proxy.close());
     const a = elector({ name, holder: 'a', retryMs: 100, events }, cut);
     await a.start();

@@ -156,8 +156,11 @@ describe('catch-up after downtime', () => {
     // An operator (or a bug) moves the schedule back over ticks that already ran.
     await downtime('pk', `last_tick_at - interval '5 minutes'`);
     const second = await ticker.runOnce();
-    expect(second.fired).toEqual([]);
+    // Nothing that already ran fires again. (A minute that turned during the run may fire its own,
+    // new tick: on a loaded machine a run can span a minute boundary.)
+    const latest = Math.max(...first.fired.map((f) => f.at.getTime()));
+    expect(second.fired.filter((f) => f.at.getTime() <= latest)).toEqual([]);
     expect(second.duplicates).toBeGreaterThanOrEqual(5);
-    expect(await jobsOf('pk')).toEqual(before);
+    expect((await jobsOf('pk')).slice(0, before.length)).toEqual(before);
   });
 });

@@ -28,11 +28,6 @@ async function ticksWithJobs(name: string): Promise<TickJob[]> {
   return rows;
 }
 
-async function jobCount(kind: string): Promise<number> {
-  const { rows } = await t.sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = $1`, [kind]);
-  return rows[0]!.n;
-}
-
 /** Every second from the first tick to the last has exactly one row, each with its own job. */
 function expectEveryTickOnce(rows: TickJob[]): void {
   expect(rows.length).toBeGreaterThan(0);
@@ -56,7 +51,7 @@ describe('each tick runs exactly once across replicas', () => {
     await Promise.all(replicas.map((r) => r.ticker.stop()));
     const rows = await ticksWithJobs('race');
     expectEveryTickOnce(rows);
-    expect(await jobCount('race')).toBe(rows.length);
+    expect(await t.jobCount('race')).toBe(rows.length);
     // Each tick was fired by exactly one of the replicas.
     const fired = replicas.map((r) => r.seen.filter((e) => e.type === 'schedule.fired').length);
     expect(fired.reduce((a, b) => a + b, 0)).toBe(rows.length);
@@ -98,7 +93,7 @@ describe('each tick runs exactly once across replicas', () => {
       await Promise.all(procs.map(exited));
       const rows = await ticksWithJobs('beat');
       expectEveryTickOnce(rows);
-      expect(await jobCount('beat')).toBe(rows.length);
+      expect(await t.jobCount('beat')).toBe(rows.length);
     } finally {
       for (const c of children) c.kill('SIGKILL');
     }

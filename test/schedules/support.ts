@@ -27,7 +27,7 @@ export function useTickers(db: { url: string; schema: string }) {
     const events = new EventBus();
     const seen: NightshiftEvent[] = [];
     events.on((e) => seen.push(e));
-    const enqueuer = new Enqueuer(database, registry, 1_048_576, events, { maxInFlight: 2, maxBatch: 100 });
+    const enqueuer = new Enqueuer({ database, registry, maxPayloadBytes: 1_048_576, events, batching: { maxInFlight: 2, maxBatch: 100 } });
     const ticker = new ScheduleTicker({ database, enqueuer, registry, schedules, events, ...options });
     const admin = new ScheduleAdmin({ database, enqueuer, registry, schedules, events, actor: 'test' });
     handle.ticker = ticker;

@@ -1,6 +1,6 @@
-import { afterAll, afterEach, beforeAll, inject } from 'vitest';
-import pg from 'pg';
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, inject } from 'vitest';
 import { createNightshift, type Nightshift, type NightshiftOptions } from '../../src/index.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 
@@ -31,6 +31,11 @@ export function useTestDatabase(prefix = 't') {
     schema,
     /** A raw pg pool for assertions. */
     sql: admin,
+    /** How many jobs this file's schema holds (of `kind`, when given): "nothing was written" checks. */
+    async jobCount(kind?: string): Promise<number> {
+      const { rows } = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".jobs WHERE $1::text IS NULL OR kind = $1`, [kind ?? null]);
+      return rows[0]!.n;
+    },
     /** A client on this file's schema; stopped after the test. */
     client(options: Partial<NightshiftOptions> = {}): Nightshift {
       const c = createNightshift({ databaseUrl: url, schema, logger: silentLogger(), ...options });

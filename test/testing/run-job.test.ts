@@ -5,6 +5,7 @@ import { inject } from 'vitest';
 import { z } from 'zod';
 import { defineJob, LeaseLostError, type JobContext, type NightshiftEvent } from 'nightshift';
 import { createTestSchema, runJob, assertEnqueued, type TestSchema } from 'nightshift/testing';
+import { waitFor } from '../support/wait.js';
 
 const echo = defineJob({ kind: 'echo', payload: z.object({ n: z.number() }), run: async ({ n }) => ({ doubled: n * 2 }) });
 const follow = defineJob({ kind: 'follow', payload: z.object({ from: z.string() }), queue: 'next', run: async () => undefined });
@@ -64,12 +65,9 @@ describe('runJob', () => {
       payload: z.object({}),
       run: async (_p, ctx) => {
         // Longer than the 1 s lease: only the renewals keep it.
-        const until = async (cond: () => Promise<boolean>) => {
-          while (!(await cond())) await new Promise((r) => setTimeout(r, 50));
-        };
         const expiry = async () => (await sql(`SELECT lease_expires_at FROM "${t.schema}".jobs WHERE id = $1`, [ctx.jobId]))[0]!.lease_expires_at as Date;
         const first = await expiry();
-        await until(async () => (await expiry()).getTime() > first.getTime());
+        await waitFor('a heartbeat to extend the lease', async () => (await expiry()).getTime() > first.getTime(), { everyMs: 50 });
         // An operator takes the job away: the next heartbeat says so and the signal aborts.
         await sql(`UPDATE "${t.schema}".jobs SET lease_token = lease_token + 1000 WHERE id = $1`, [ctx.jobId]);
         heartbeatError = await ctx.heartbeat().catch((e: unknown) => e);

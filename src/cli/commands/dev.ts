@@ -6,10 +6,10 @@ import { CONFIG_FILES } from '../../config/load-config.js';
 import { localImports } from '../../dev/local-imports.js';
 import { openProjectPostgres, type ProjectPostgres } from '../../dev/project-postgres.js';
 import { parseRoles } from '../../roles/role-plan.js';
-import type { Nightshift } from '../../runtime/nightshift.js';
-import { createLogger } from '../../telemetry/logger.js';
+import type { Nightshift } from '../../index.js';
+import type { CliRun, TextSink } from '../cli-io.js';
 import { cliContext, type GlobalOptions } from '../context.js';
-import { UsageError } from '../exit-codes.js';
+import { EXIT, UsageError } from '../exit-codes.js';
 import { intFlag } from '../parse.js';
 
 /**
@@ -45,7 +45,7 @@ interface DevOptions {
  * child process, started afresh on each change, so every edited file is loaded again — a module
  * loaded once stays loaded in a Node process.
  */
-export function registerDev(program: Command): void {
+export function registerDev(program: Command, run: CliRun): void {
   program
     .command('dev')
     .description('run the whole app locally: embedded PostgreSQL in .nightshift/, every role, readable logs, restart on config changes')
@@ -55,16 +55,15 @@ export function registerDev(program: Command): void {
     .addOption(new Option('--app <generation>', 'run the app (internal: the child of nightshift dev)').hideHelp())
     .action(async (opts: DevOptions, cmd: Command) => {
       const g = cmd.optsWithGlobals<GlobalOptions>();
-      if (opts.app !== undefined) await runApp(g, opts);
-      else await supervise(g, opts);
+      run.exitCode = opts.app !== undefined ? await runApp(run, g, opts) : await supervise(run, g, opts);
     });
 }
 
 /** The app of one generation: the config loaded afresh, migrated, every role started, until the supervisor says stop. */
-async function runApp(g: GlobalOptions, opts: DevOptions): Promise<void> {
-  const logger = createLogger({ pretty: true, level: process.env.NIGHTSHIFT_LOG_LEVEL ?? 'debug' });
-  const ctx = await cliContext(g);
-  const roles = parseRoles(opts.roles ?? process.env.NIGHTSHIFT_ROLES);
+async function runApp(run: CliRun, g: GlobalOptions, opts: DevOptions): Promise<number> {
+  const logger = run.logger({ pretty: true, level: run.env.NIGHTSHIFT_LOG_LEVEL ?? 'debug' });
+  const ctx = await cliContext(run, g);
+  const roles = parseRoles(opts.roles ?? run.env.NIGHTSHIFT_ROLES);
   const ns = ctx.client({
     worker: true,
     ...(roles ? { roles } : {}),
@@ -72,43 +71,57 @@ async function runApp(g: GlobalOptions, opts: DevOptions): Promise<void> {
     overrides: { logger: ctx.loaded.config.logger ?? logger, shutdownGraceMs: ctx.loaded.config.worker?.shutdownGraceMs ?? 5_000 },
   });
   const parts: { stop(): Promise<void> }[] = [];
-  let stopping: Promise<void> | undefined;
-  const stop = () => {
-    stopping ??= (async () => {
+  let stopping: Promise<number> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
       for (const p of parts.reverse()) await p.stop().catch(() => undefined);
       await ns.stop();
-      process.exit(0);
-    })();
-  };
-  // The supervisor sends SIGTERM; a supervisor that died closes the channel.
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-  process.on('disconnect', stop);
-  const m = await ns.migrate();
-  if (m.applied.length > 0) logger.info(`dev: migrated schema "${m.schema}" to ${m.to}`);
-  await ns.start();
-  for (const part of DEV_PARTS) {
-    const started = await part.start(ns);
-    parts.push(started);
-    if (started.line) logger.info(`dev: ${part.name}: ${started.line}`);
+      return EXIT.ok;
+    })());
+  // The supervisor sends SIGTERM (a stop request); one that died closes the channel. Either way
+  // the app drains once: a second request changes nothing.
+  const offs: (() => void)[] = [];
+  const stopped = new Promise<number>((resolve) => {
+    offs.push(run.stops.listen(() => void stop().then(resolve)), run.onParentGone(() => void stop().then(resolve)));
+  }).finally(() => offs.forEach((off) => off()));
+  try {
+    const m = await ns.migrate();
+    if (m.applied.length > 0) logger.info(`dev: migrated schema "${m.schema}" to ${m.to}`);
+    await ns.start();
+    for (const part of DEV_PARTS) {
+      const started = await part.start(ns);
+      parts.push(started);
+      if (started.line) logger.info(`dev: ${part.name}: ${started.line}`);
+    }
+    const plan = ns.planRoles();
+    const generation = Number(opts.app);
+    logger.info(
+      `dev: ${generation > 1 ? 'restarted' : 'started'} (#${generation}): roles ${plan.roles.join(',')}; queues ${ns.workedQueues.join(',') || '(none)'}; ` +
+        `schedules ${plan.schedules.join(',') || '(none)'}; daemons ${plan.daemons.join(',') || '(none)'}`,
+    );
+    if (DEV_PARTS.length === 0) logger.info('dev: dashboard: not available yet (it will be served on 127.0.0.1 here)');
+  } catch (err) {
+    // Asked to stop while starting (a restart during start-up): the stop is the outcome, not the error.
+    if (stopping) return stopped;
+    offs.forEach((off) => off());
+    await stop().catch(() => undefined);
+    throw err;
   }
-  const plan = ns.planRoles();
-  const generation = Number(opts.app);
-  logger.info(
-    `dev: ${generation > 1 ? 'restarted' : 'started'} (#${generation}): roles ${plan.roles.join(',')}; queues ${ns.workedQueues.join(',') || '(none)'}; ` +
-      `schedules ${plan.schedules.join(',') || '(none)'}; daemons ${plan.daemons.join(',') || '(none)'}`,
-  );
-  if (DEV_PARTS.length === 0) logger.info('dev: dashboard: not available yet (it will be served on 127.0.0.1 here)');
-  await new Promise<void>(() => undefined);
+  return stopped;
 }
 
-/** PostgreSQL, the app's child process (restarted on changes), and the signals. */
-async function supervise(g: GlobalOptions, opts: DevOptions): Promise<void> {
-  const cwd = process.cwd();
-  const roles = parseRoles(opts.roles ?? process.env.NIGHTSHIFT_ROLES);
+/** Where the app's output goes: a sink with a file descriptor (the terminal) is handed to the child as is, any other gets it piped in. */
+function childStdio(sink: TextSink): number | 'pipe' {
+  return typeof sink.fd === 'number' ? sink.fd : 'pipe';
+}
+
+/** PostgreSQL, the app's child process (restarted on changes), and the stop requests. */
+async function supervise(run: CliRun, g: GlobalOptions, opts: DevOptions): Promise<number> {
+  const cwd = run.cwd;
+  const roles = parseRoles(opts.roles ?? run.env.NIGHTSHIFT_ROLES);
   const pgPort = intFlag('pg-port', opts.pgPort);
   if (pgPort !== undefined && (pgPort < 1 || pgPort > 65_535)) throw new UsageError('--pg-port must be from 1 to 65535');
-  const logger = createLogger({ pretty: true, level: process.env.NIGHTSHIFT_LOG_LEVEL ?? 'debug' });
+  const logger = run.logger({ pretty: true, level: run.env.NIGHTSHIFT_LOG_LEVEL ?? 'debug' });
   const say = (msg: string) => logger.info(`dev: ${msg}`);
   const configPath = g.config ? resolve(cwd, g.config) : CONFIG_FILES.map((f) => resolve(cwd, f)).find((f) => existsSync(f));
   if (g.config && !existsSync(configPath!)) throw new UsageError(`no such config file: ${configPath}`);
@@ -126,8 +139,7 @@ async function supervise(g: GlobalOptions, opts: DevOptions): Promise<void> {
   }
 
   const args = [
-    ...process.execArgv,
-    process.argv[1]!,
+    ...run.self.args,
     ...(g.config ? ['--config', g.config] : []),
     ...(g.schema ? ['--schema', g.schema] : []),
     ...(g.actor ? ['--actor', g.actor] : []),
@@ -144,13 +156,15 @@ async function supervise(g: GlobalOptions, opts: DevOptions): Promise<void> {
   const startApp = () => {
     generation++;
     // Its own process group: a Ctrl-C in the terminal reaches this process, which stops the app first.
-    const c = spawn(process.execPath, [...args, '--app', String(generation)], {
+    const c = spawn(run.self.command, [...args, '--app', String(generation)], {
       cwd,
       detached: true,
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      stdio: ['ignore', childStdio(run.out), childStdio(run.err), 'ipc'],
       // The URL goes by environment, not on a command line other users can list.
-      env: { ...process.env, DATABASE_URL: url },
+      env: { ...run.env, DATABASE_URL: url },
     });
+    c.stdout?.on('data', (chunk: Buffer) => run.out.write(chunk.toString()));
+    c.stderr?.on('data', (chunk: Buffer) => run.err.write(chunk.toString()));
     child = c;
     exited = new Promise((done) =>
       c.once('exit', (code, signal) => {
@@ -198,29 +212,34 @@ async function supervise(g: GlobalOptions, opts: DevOptions): Promise<void> {
     });
   };
 
-  const shutdown = (signal: string) => {
-    if (stopping) {
-      say(`${signal} again: killing the app and stopping PostgreSQL now`);
-      child?.kill('SIGKILL');
-      void (pg?.stop() ?? Promise.resolve()).finally(() => process.exit(1));
-      return;
-    }
-    stopping = true;
-    say(`${signal}: stopping the app, then PostgreSQL…`);
-    void (async () => {
-      for (const w of watchers) w.close();
-      await chain.catch(() => undefined);
-      await stopApp();
-      await pg?.stop();
-      say('stopped');
-      process.exit(0);
-    })();
-  };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
   // Whatever ends this process, the app goes with it.
-  process.on('exit', () => child?.kill('SIGKILL'));
+  const killChild = () => child?.kill('SIGKILL');
+  process.once('exit', killChild);
+  let off: () => void = () => undefined;
+  const done = new Promise<number>((resolveDone) => {
+    off = run.stops.listen((reason, nth) => {
+      if (nth > 1) {
+        say(`${reason} again: killing the app and stopping PostgreSQL now`);
+        child?.kill('SIGKILL');
+        void (pg?.stop() ?? Promise.resolve()).finally(() => resolveDone(EXIT.failed));
+        return;
+      }
+      stopping = true;
+      say(`${reason}: stopping the app, then PostgreSQL…`);
+      void (async () => {
+        for (const w of watchers) w.close();
+        await chain.catch(() => undefined);
+        await stopApp();
+        await pg?.stop();
+        say('stopped');
+        resolveDone(EXIT.ok);
+      })();
+    });
+  });
 
   startApp();
-  await new Promise<void>(() => undefined);
+  const code = await done;
+  off();
+  process.off('exit', killChild);
+  return code;
 }

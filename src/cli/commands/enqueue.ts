@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
-import type { EnqueueOptions } from '../../jobs/enqueue-options.js';
-import { cliContext, withClient, type GlobalOptions } from '../context.js';
+import { isNightshiftError, UnknownKindError, type EnqueueOptions, type EnqueueResult } from '../../index.js';
+import type { CliRun } from '../cli-io.js';
+import { clientCommand } from '../client-command.js';
 import { intFlag, jsonFlag } from '../parse.js';
-import { json, out } from '../output.js';
 import { UsageError } from '../exit-codes.js';
-import { isNightshiftError, UnknownKindError } from '../../errors.js';
 
 interface EnqueueFlags {
   payload?: string;
@@ -18,7 +17,6 @@ interface EnqueueFlags {
   expiresAt?: string;
   maxAgeMs?: string;
   reason?: string;
-  json?: boolean;
 }
 
 /**
@@ -27,42 +25,42 @@ interface EnqueueFlags {
  * a client has registered. Audited: the job and an audit entry (actor, job id, kind — no payload)
  * are written in one transaction.
  */
-export function registerEnqueue(program: Command): void {
-  program
-    .command('enqueue <kind>')
-    .description('enqueue one job')
-    .option('--payload <json>', 'the payload as JSON', '{}')
-    .option('--run-at <iso>', 'run at this time (ISO-8601 with a zone, e.g. 2026-01-31T12:00:00Z)')
-    .option('--delay-ms <n>', 'run after this many milliseconds')
-    .option('--priority <n>', 'lower runs first, -1000..1000')
-    .option('--queue <name>', 'queue (default: the kind\'s)')
-    .option('--max-attempts <n>', 'attempts before it is discarded')
-    .option('--dedupe-key <key>', 'at most one pending job with this key')
-    .option('--debounce-ms <n>', 'with --dedupe-key: move the pending job to now + n ms')
-    .option('--expires-at <iso>', 'not run if not started by then')
-    .option('--max-age-ms <n>', 'not run if not started within n ms')
-    .option('--reason <text>', 'why (kept in the audit log with who enqueued it)')
-    .option('--json', 'print JSON')
-    .action(async (kind: string, f: EnqueueFlags, cmd: Command) => {
-      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const payload = jsonFlag('payload', f.payload);
-      const options: EnqueueOptions = {
-        ...(f.runAt !== undefined ? { runAt: f.runAt } : {}),
-        ...(f.delayMs !== undefined ? { delayMs: intFlag('delay-ms', f.delayMs)! } : {}),
-        ...(f.priority !== undefined ? { priority: intFlag('priority', f.priority)! } : {}),
-        ...(f.queue !== undefined ? { queue: f.queue } : {}),
-        ...(f.maxAttempts !== undefined ? { maxAttempts: intFlag('max-attempts', f.maxAttempts)! } : {}),
-        ...(f.dedupeKey !== undefined ? { dedupeKey: f.dedupeKey } : {}),
-        ...(f.debounceMs !== undefined ? { debounceMs: intFlag('debounce-ms', f.debounceMs)! } : {}),
-        ...(f.expiresAt !== undefined ? { expiresAt: f.expiresAt } : {}),
-        ...(f.maxAgeMs !== undefined ? { maxAgeMs: intFlag('max-age-ms', f.maxAgeMs)! } : {}),
-      };
-      if (!kind.trim()) throw new UsageError('the kind must not be empty');
-      const kinds = (ctx.loaded.config.jobs ?? []).map((j) => j.kind);
-      // The job and its audit entry (who enqueued which job of which kind; never the payload)
-      // commit together, or neither does.
-      const result = await withClient(ctx, (ns) =>
-        ns.transaction(async (tx) => {
+export function registerEnqueue(program: Command, run: CliRun): void {
+  clientCommand<EnqueueFlags, [string], EnqueueResult>(
+    program
+      .command('enqueue <kind>')
+      .description('enqueue one job')
+      .option('--payload <json>', 'the payload as JSON', '{}')
+      .option('--run-at <iso>', 'run at this time (ISO-8601 with a zone, e.g. 2026-01-31T12:00:00Z)')
+      .option('--delay-ms <n>', 'run after this many milliseconds')
+      .option('--priority <n>', 'lower runs first, -1000..1000')
+      .option('--queue <name>', 'queue (default: the kind\'s)')
+      .option('--max-attempts <n>', 'attempts before it is discarded')
+      .option('--dedupe-key <key>', 'at most one pending job with this key')
+      .option('--debounce-ms <n>', 'with --dedupe-key: move the pending job to now + n ms')
+      .option('--expires-at <iso>', 'not run if not started by then')
+      .option('--max-age-ms <n>', 'not run if not started within n ms')
+      .option('--reason <text>', 'why (kept in the audit log with who enqueued it)'),
+    run,
+    {
+      fetch: (ns, { flags: f, args: [kind], ctx }) => {
+        const payload = jsonFlag('payload', f.payload);
+        const options: EnqueueOptions = {
+          ...(f.runAt !== undefined ? { runAt: f.runAt } : {}),
+          ...(f.delayMs !== undefined ? { delayMs: intFlag('delay-ms', f.delayMs)! } : {}),
+          ...(f.priority !== undefined ? { priority: intFlag('priority', f.priority)! } : {}),
+          ...(f.queue !== undefined ? { queue: f.queue } : {}),
+          ...(f.maxAttempts !== undefined ? { maxAttempts: intFlag('max-attempts', f.maxAttempts)! } : {}),
+          ...(f.dedupeKey !== undefined ? { dedupeKey: f.dedupeKey } : {}),
+          ...(f.debounceMs !== undefined ? { debounceMs: intFlag('debounce-ms', f.debounceMs)! } : {}),
+          ...(f.expiresAt !== undefined ? { expiresAt: f.expiresAt } : {}),
+          ...(f.maxAgeMs !== undefined ? { maxAgeMs: intFlag('max-age-ms', f.maxAgeMs)! } : {}),
+        };
+        if (!kind.trim()) throw new UsageError('the kind must not be empty');
+        const kinds = (ctx.loaded.config.jobs ?? []).map((j) => j.kind);
+        // The job and its audit entry (who enqueued which job of which kind; never the payload)
+        // commit together, or neither does.
+        return ns.transaction(async (tx) => {
           const inTx = { ...options, db: tx };
           const r = kinds.includes(kind)
             ? await ns.enqueue(kind, payload as never, inTx)
@@ -72,9 +70,9 @@ export function registerEnqueue(program: Command): void {
               });
           await ns.auditEnqueued({ id: r.id, kind, deduped: r.deduped }, { db: tx, ...(f.reason !== undefined ? { reason: f.reason } : {}) });
           return r;
-        }),
-      );
-      if (f.json) json(result);
-      else out(result.deduped ? `job ${result.id} (deduped: a pending job with that key absorbed it)` : `job ${result.id} enqueued`);
-    });
+        });
+      },
+      human: (r) => [r.deduped ? `job ${r.id} (deduped: a pending job with that key absorbed it)` : `job ${r.id} enqueued`],
+    },
+  );
 }

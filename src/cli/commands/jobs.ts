@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
-import type { JobRecord, JobState } from '../../db/job-row.js';
-import type { BulkOptions, Resolution } from '../../jobs/job-admin.js';
-import { cliContext, withClient, type GlobalOptions } from '../context.js';
+import type { BulkOptions, JobLogLine, JobRecord, JobState, Resolution } from '../../index.js';
+import type { CliRun } from '../cli-io.js';
+import { clientCommand, listCommand } from '../client-command.js';
 import { UsageError } from '../exit-codes.js';
 import { intFlag, listFlag } from '../parse.js';
-import { age, json, note, out, table } from '../output.js';
+import { age } from '../output.js';
 
 interface FilterFlags {
   kind?: string;
@@ -12,9 +12,9 @@ interface FilterFlags {
   state?: string;
 }
 
-function jobLine(j: JobRecord): (string | number | null)[] {
-  const when = j.state === 'available' && j.runAt.getTime() > Date.now() ? `in ${age(j.runAt.getTime() - Date.now())}` : age(Date.now() - (j.finishedAt ?? j.startedAt ?? j.createdAt).getTime());
-  return [j.id, j.kind, j.queue, j.state, `${j.attempt}/${j.maxAttempts}`, when, jobNote(j).slice(0, 60)];
+/** When, for a listing: in how long for a job due later, else how long ago it last moved. */
+function jobWhen(j: JobRecord, now: number): string {
+  return j.state === 'available' && j.runAt.getTime() > now ? `in ${age(j.runAt.getTime() - now)}` : age(now - (j.finishedAt ?? j.startedAt ?? j.createdAt).getTime());
 }
 
 /** The note of a listing: the job's reason, else the last error — unless it completed, when an earlier attempt's error is history, not news. */
@@ -23,8 +23,8 @@ export function jobNote(j: Pick<JobRecord, 'state' | 'reason' | 'errors'>): stri
   return j.state === 'completed' ? '' : (j.errors.at(-1)?.message ?? '');
 }
 
-/** Prints one job in full: fields, then its error history. */
-function showJob(j: JobRecord): void {
+/** One job in full: fields, then its error history, then its log. */
+function jobLines(j: JobRecord, logs: JobLogLine[]): string[] {
   const rows: [string, unknown][] = [
     ['id', j.id], ['kind', j.kind], ['queue', j.queue], ['state', j.state], ['priority', j.priority],
     ['attempt', `${j.attempt} of ${j.maxAttempts}`], ['delivery', j.delivery], ['run at', j.runAt.toISOString()],
@@ -32,11 +32,10 @@ function showJob(j: JobRecord): void {
     ['expires', j.expiresAt?.toISOString()], ['dedupe key', j.dedupeKey], ['lease', j.leaseOwner ? `${j.leaseOwner} token ${j.leaseToken} until ${j.leaseExpiresAt?.toISOString()}` : j.leaseToken ? `last token ${j.leaseToken}` : undefined],
     ['reason', j.reason],
   ];
-  for (const [k, v] of rows) if (v !== undefined && v !== null) out(`${k.padEnd(11)} ${String(v)}`);
-  if (j.errors.length) {
-    out('errors:');
-    for (const e of j.errors) out(`  attempt ${e.attempt} ${e.at} [${e.kind}${e.code ? ` ${e.code}` : ''}] ${e.message}`);
-  }
+  const lines = rows.filter(([, v]) => v !== undefined && v !== null).map(([k, v]) => `${k.padEnd(11)} ${String(v)}`);
+  if (j.errors.length) lines.push('errors:', ...j.errors.map((e) => `  attempt ${e.attempt} ${e.at} [${e.kind}${e.code ? ` ${e.code}` : ''}] ${e.message}`));
+  if (logs.length) lines.push('log:', ...logs.map((l) => `  attempt ${l.attempt} ${l.at.toISOString()} ${l.level.padEnd(5)} ${l.msg}${l.fields ? ` ${JSON.stringify(l.fields)}` : ''}`));
+  return lines;
 }
 
 function bulkFilter(f: FilterFlags, ids: string[]): Omit<BulkOptions, 'dryRun'> {
@@ -48,107 +47,107 @@ function bulkFilter(f: FilterFlags, ids: string[]): Omit<BulkOptions, 'dryRun'> 
   };
 }
 
+/** What `jobs retry|cancel` did: the jobs named by id, a dry run's count, or a bulk action's. */
+type BulkResult = { by: 'ids'; jobs: JobRecord[] } | { by: 'dry-run'; matched: number } | { by: 'filter'; changed: number };
+
 /** `nightshift jobs list|show|retry|cancel|run-now|resolve`. */
-export function registerJobs(program: Command): void {
+export function registerJobs(program: Command, run: CliRun): void {
   const jobs = program.command('jobs').description('list, inspect, retry, cancel and resolve jobs');
 
-  jobs
-    .command('list')
-    .description('jobs, newest first')
-    .option('--kind <kind>')
-    .option('--queue <queue>')
-    .option('--state <states>', 'comma-separated states (available, running, completed, discarded, cancelled, expired, held, abandoned)')
-    .option('--limit <n>', 'at most n jobs', '50')
-    .option('--before <id>', 'only jobs with a smaller id (paging)')
-    .option('--json', 'print JSON')
-    .action(async (f: FilterFlags & { limit: string; before?: string; json?: boolean }, cmd: Command) => {
-      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const list = await withClient(ctx, (ns) =>
-        ns.listJobs({ ...bulkFilter(f, []), limit: intFlag('limit', f.limit)!, ...(f.before ? { beforeId: f.before } : {}) }),
-      );
-      if (f.json) return json(list);
-      out(table(['id', 'kind', 'queue', 'state', 'attempt', 'when', 'note'], list.map(jobLine)));
-    });
+  listCommand<FilterFlags & { limit: string; before?: string }, [], JobRecord[]>(
+    jobs
+      .command('list')
+      .description('jobs, newest first')
+      .option('--kind <kind>')
+      .option('--queue <queue>')
+      .option('--state <states>', 'comma-separated states (available, running, completed, discarded, cancelled, expired, held, abandoned)')
+      .option('--limit <n>', 'at most n jobs', '50')
+      .option('--before <id>', 'only jobs with a smaller id (paging)'),
+    run,
+    {
+      fetch: (ns, { flags: f }) => ns.listJobs({ ...bulkFilter(f, []), limit: intFlag('limit', f.limit)!, ...(f.before ? { beforeId: f.before } : {}) }),
+      columns: [
+        ['id', (j) => j.id],
+        ['kind', (j) => j.kind],
+        ['queue', (j) => j.queue],
+        ['state', (j) => j.state],
+        ['attempt', (j) => `${j.attempt}/${j.maxAttempts}`],
+        ['when', jobWhen],
+        ['note', (j) => jobNote(j).slice(0, 60)],
+      ],
+      empty: ({ flags: f }) => (f.kind || f.queue || f.state || f.before ? 'no jobs match' : 'no jobs'),
+    },
+  );
 
-  jobs
-    .command('show <id>')
-    .description('one job with its error history')
-    .option('--json', 'print JSON')
-    .action(async (id: string, f: { json?: boolean }, cmd: Command) => {
-      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const [job, logs] = await withClient(ctx, async (ns) => [await ns.getJob(id), await ns.jobLogs(id)] as const);
-      if (f.json) return json({ ...job, logs });
-      showJob(job);
-      if (logs.length) {
-        out('log:');
-        for (const l of logs) out(`  attempt ${l.attempt} ${l.at.toISOString()} ${l.level.padEnd(5)} ${l.msg}${l.fields ? ` ${JSON.stringify(l.fields)}` : ''}`);
-      }
-    });
+  clientCommand<object, [string], { job: JobRecord; logs: JobLogLine[] }>(jobs.command('show <id>').description('one job with its error history'), run, {
+    fetch: async (ns, { args: [id] }) => ({ job: await ns.getJob(id), logs: await ns.jobLogs(id) }),
+    toJson: ({ job, logs }) => ({ ...job, logs }),
+    human: ({ job, logs }) => jobLines(job, logs),
+  });
 
   const bulk = (name: 'retry' | 'cancel', description: string) =>
-    jobs
-      .command(`${name} [ids...]`)
-      .description(description)
-      .option('--kind <kind>', 'every job of this kind (bulk)')
-      .option('--queue <queue>', 'every job of this queue (bulk)')
-      .option('--state <states>', name === 'retry' ? 'states to retry (default discarded)' : 'states to cancel (default available)')
-      .option('--reason <text>', 'why (kept in the audit log)')
-      .option('--dry-run', 'count what would change, change nothing')
-      .option('--yes', 'confirm a bulk action')
-      .option('--json', 'print JSON')
-      .action(async (ids: string[], f: FilterFlags & { reason?: string; dryRun?: boolean; yes?: boolean; json?: boolean }, cmd: Command) => {
-        const g = cmd.optsWithGlobals<GlobalOptions>();
-        const ctx = await cliContext(g);
-        const isBulk = Boolean(f.kind || f.queue || f.state);
-        if (!isBulk && ids.length === 0) throw new UsageError(`give job ids or a filter (--kind, --queue, --state)`, `e.g. nightshift jobs ${name} 42, or nightshift jobs ${name} --kind send-email --yes`);
-        await withClient(ctx, async (ns) => {
-          if (!isBulk) {
+    clientCommand<FilterFlags & { reason?: string; dryRun?: boolean; yes?: boolean }, [string[]], BulkResult>(
+      jobs
+        .command(`${name} [ids...]`)
+        .description(description)
+        .option('--kind <kind>', 'every job of this kind (bulk)')
+        .option('--queue <queue>', 'every job of this queue (bulk)')
+        .option('--state <states>', name === 'retry' ? 'states to retry (default discarded)' : 'states to cancel (default available)')
+        .option('--reason <text>', 'why (kept in the audit log)')
+        .option('--dry-run', 'count what would change, change nothing')
+        .option('--yes', 'confirm a bulk action'),
+      run,
+      {
+        check: (f, [ids]) => {
+          if (!(f.kind || f.queue || f.state) && ids.length === 0) throw new UsageError(`give job ids or a filter (--kind, --queue, --state)`, `e.g. nightshift jobs ${name} 42, or nightshift jobs ${name} --kind send-email --yes`);
+        },
+        fetch: async (ns, { flags: f, args: [ids] }): Promise<BulkResult> => {
+          const reason = f.reason ? { reason: f.reason } : {};
+          if (!(f.kind || f.queue || f.state)) {
             const changed: JobRecord[] = [];
-            for (const id of ids) changed.push(await (name === 'retry' ? ns.retryJob(id, { ...(f.reason ? { reason: f.reason } : {}) }) : ns.cancelJob(id, { ...(f.reason ? { reason: f.reason } : {}) })));
-            if (f.json) return json(changed);
-            for (const j of changed) out(`job ${j.id}: ${j.state}`);
-            return;
+            for (const id of ids) changed.push(await (name === 'retry' ? ns.retryJob(id, reason) : ns.cancelJob(id, reason)));
+            return { by: 'ids', jobs: changed };
           }
           const filter = bulkFilter(f, ids);
           const count = name === 'retry' ? await ns.retryJobs({ ...filter, dryRun: true }) : await ns.cancelJobs({ ...filter, dryRun: true });
-          if (f.dryRun) {
-            if (f.json) return json({ dryRun: true, matched: count });
-            return out(`would ${name} ${count} job(s)`);
-          }
+          if (f.dryRun) return { by: 'dry-run', matched: count };
           if (!f.yes) throw new UsageError(`this would ${name} ${count} job(s); add --yes to confirm (or --dry-run to only count)`);
-          const progress = (done: number) => note(`${name}: ${done}/${count}`);
-          const options = { ...filter, ...(f.reason ? { reason: f.reason } : {}), onProgress: progress };
-          const done = name === 'retry' ? await ns.retryJobs(options) : await ns.cancelJobs(options);
-          if (f.json) json({ changed: done });
-          else out(`${name === 'retry' ? 'retried' : 'cancelled'} ${done} job(s)`);
-        });
-      });
+          const options = { ...filter, ...reason, onProgress: (done: number) => run.note(`${name}: ${done}/${count}`) };
+          return { by: 'filter', changed: name === 'retry' ? await ns.retryJobs(options) : await ns.cancelJobs(options) };
+        },
+        toJson: (r) => (r.by === 'ids' ? r.jobs : r.by === 'dry-run' ? { dryRun: true, matched: r.matched } : { changed: r.changed }),
+        human: (r) =>
+          r.by === 'ids' ? r.jobs.map((j) => `job ${j.id}: ${j.state}`) : r.by === 'dry-run' ? [`would ${name} ${r.matched} job(s)`] : [`${name === 'retry' ? 'retried' : 'cancelled'} ${r.changed} job(s)`],
+      },
+    );
   bulk('retry', 'run failed, cancelled, expired, held or abandoned jobs again now');
   bulk('cancel', 'cancel pending, held, abandoned or running jobs');
 
-  jobs
-    .command('run-now <id>')
-    .description('run a pending job now: one due later (--run-at, --delay-ms, a back-off) or debounced')
-    .option('--reason <text>', 'why (kept in the audit log)')
-    .option('--json', 'print JSON')
-    .action(async (id: string, f: { reason?: string; json?: boolean }, cmd: Command) => {
-      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const job = await withClient(ctx, (ns) => ns.runJobNow(id, { ...(f.reason !== undefined ? { reason: f.reason } : {}) }));
-      if (f.json) json(job);
-      else out(`job ${job.id}: ${job.state}, runs at ${job.runAt.toISOString()}`);
-    });
+  clientCommand<{ reason?: string }, [string], JobRecord>(
+    jobs
+      .command('run-now <id>')
+      .description('run a pending job now: one due later (--run-at, --delay-ms, a back-off) or debounced')
+      .option('--reason <text>', 'why (kept in the audit log)'),
+    run,
+    {
+      fetch: (ns, { flags: f, args: [id] }) => ns.runJobNow(id, { ...(f.reason !== undefined ? { reason: f.reason } : {}) }),
+      human: (job) => [`job ${job.id}: ${job.state}, runs at ${job.runAt.toISOString()}`],
+    },
+  );
 
-  jobs
-    .command('resolve <id>')
-    .description('resolve a held or abandoned job')
-    .requiredOption('--as <outcome>', 'completed, failed or retry')
-    .option('--reason <text>', 'why (kept on the job and in the audit log)')
-    .option('--json', 'print JSON')
-    .action(async (id: string, f: { as: string; reason?: string; json?: boolean }, cmd: Command) => {
-      if (!['completed', 'failed', 'retry'].includes(f.as)) throw new UsageError(`--as must be completed, failed or retry, got "${f.as}"`);
-      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const job = await withClient(ctx, (ns) => ns.resolveJob(id, { as: f.as as Resolution, ...(f.reason ? { reason: f.reason } : {}) }));
-      if (f.json) json(job);
-      else out(`job ${job.id}: ${job.state}`);
-    });
+  clientCommand<{ as: string; reason?: string }, [string], JobRecord>(
+    jobs
+      .command('resolve <id>')
+      .description('resolve a held or abandoned job')
+      .requiredOption('--as <outcome>', 'completed, failed or retry')
+      .option('--reason <text>', 'why (kept on the job and in the audit log)'),
+    run,
+    {
+      check: (f) => {
+        if (!['completed', 'failed', 'retry'].includes(f.as)) throw new UsageError(`--as must be completed, failed or retry, got "${f.as}"`);
+      },
+      fetch: (ns, { flags: f, args: [id] }) => ns.resolveJob(id, { as: f.as as Resolution, ...(f.reason ? { reason: f.reason } : {}) }),
+      human: (job) => [`job ${job.id}: ${job.state}`],
+    },
+  );
 }

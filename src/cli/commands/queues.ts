@@ -1,34 +1,37 @@
 import type { Command } from 'commander';
-import { cliContext, withClient, type GlobalOptions } from '../context.js';
-import { age, json, out, table } from '../output.js';
+import type { CliRun } from '../cli-io.js';
+import { clientCommand, listCommand } from '../client-command.js';
+import { ago } from '../output.js';
 
 /** `nightshift queues list|pause|resume`. */
-export function registerQueues(program: Command): void {
+export function registerQueues(program: Command, run: CliRun): void {
   const queues = program.command('queues').description('list, pause and resume queues');
-  queues
-    .command('list')
-    .description('queues with their counts')
-    .option('--json', 'print JSON')
-    .action(async (f: { json?: boolean }, cmd: Command) => {
-      const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-      const list = await withClient(ctx, (ns) => ns.listQueues());
-      if (f.json) return json(list);
-      out(
-        table(
-          ['queue', 'paused', 'available', 'scheduled', 'running', 'held', 'failed', 'oldest waiting'],
-          list.map((q) => [q.name, q.paused ? 'yes' : '', q.available, q.scheduled, q.running, q.held, q.failed, q.oldest_available ? age(Date.now() - q.oldest_available.getTime()) : '']),
-        ),
-      );
-    });
+  listCommand(queues.command('list').description('queues with their counts'), run, {
+    fetch: (ns) => ns.listQueues(),
+    columns: [
+      ['queue', (q) => q.name],
+      ['paused', (q) => (q.paused ? 'yes' : '')],
+      ['available', (q) => q.available],
+      ['scheduled', (q) => q.scheduled],
+      ['running', (q) => q.running],
+      ['held', (q) => q.held],
+      ['failed', (q) => q.failed],
+      ['oldest waiting', (q, now) => ago(q.oldestAvailable, now)],
+    ],
+    empty: 'no queues: a queue is listed once it has jobs or has been paused',
+  });
   for (const action of ['pause', 'resume'] as const) {
-    queues
-      .command(`${action} <queue>`)
-      .description(action === 'pause' ? 'stop every process from claiming jobs of the queue' : 'let processes claim jobs of the queue again')
-      .option('--reason <text>', 'why (kept in the audit log)')
-      .action(async (queue: string, f: { reason?: string }, cmd: Command) => {
-        const ctx = await cliContext(cmd.optsWithGlobals<GlobalOptions>());
-        await withClient(ctx, (ns) => (action === 'pause' ? ns.pauseQueue(queue, f.reason ? { reason: f.reason } : {}) : ns.resumeQueue(queue, f.reason ? { reason: f.reason } : {})));
-        out(`queue ${queue} ${action === 'pause' ? 'paused' : 'resumed'}`);
-      });
+    clientCommand<{ reason?: string }, [string], void>(
+      queues
+        .command(`${action} <queue>`)
+        .description(action === 'pause' ? 'stop every process from claiming jobs of the queue' : 'let processes claim jobs of the queue again')
+        .option('--reason <text>', 'why (kept in the audit log)'),
+      run,
+      {
+        json: false,
+        fetch: (ns, { flags: f, args: [queue] }) => (action === 'pause' ? ns.pauseQueue(queue, f.reason ? { reason: f.reason } : {}) : ns.resumeQueue(queue, f.reason ? { reason: f.reason } : {})),
+        human: (_r, { args: [queue] }) => [`queue ${queue} ${action === 'pause' ? 'paused' : 'resumed'}`],
+      },
+    );
   }
 }

@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
 import { parseRoles } from '../../roles/role-plan.js';
+import type { CliRun } from '../cli-io.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { intFlag } from '../parse.js';
-import { note } from '../output.js';
 import { UsageError } from '../exit-codes.js';
+import { untilStopped } from '../stop-requests.js';
 
 /**
  * The roles to run: `--roles`, else NIGHTSHIFT_ROLES, else everything. A value that names no role
@@ -25,10 +26,11 @@ export function rolesOf(flag: string | undefined, env: string | undefined): stri
 
 /**
  * `nightshift worker`: runs the roles given (`--roles a,b` or NIGHTSHIFT_ROLES; everything when
- * none) until SIGTERM/SIGINT, then shuts down gracefully: no new claims, running jobs finish within
- * the grace period or are handed back. A second signal exits at once.
+ * none) until a stop is requested (SIGTERM/SIGINT in the binary), then shuts down gracefully: no
+ * new claims, running jobs finish within the grace period or are handed back. A second request
+ * exits at once.
  */
-export function registerWorker(program: Command): void {
+export function registerWorker(program: Command, run: CliRun): void {
   program
     .command('worker')
     .description('run jobs, schedules and daemons of the given roles until SIGTERM')
@@ -37,43 +39,38 @@ export function registerWorker(program: Command): void {
     .option('--metrics-port <n>', 'serve /metrics, /healthz and /readyz on this port')
     .option('--metrics-host <host>', 'address to bind the metrics port to', '127.0.0.1')
     .action(async (opts: { roles?: string; concurrency?: string; metricsPort?: string; metricsHost: string }, cmd: Command) => {
-      const g = cmd.optsWithGlobals<GlobalOptions>();
-      const ctx = await cliContext(g);
-      const roles = rolesOf(opts.roles, process.env.NIGHTSHIFT_ROLES);
+      const ctx = await cliContext(run, cmd.optsWithGlobals<GlobalOptions>());
+      const roles = rolesOf(opts.roles, run.env.NIGHTSHIFT_ROLES);
       const concurrency = intFlag('concurrency', opts.concurrency);
       const metricsPort = intFlag('metrics-port', opts.metricsPort);
       if (metricsPort !== undefined && (metricsPort < 0 || metricsPort > 65_535)) throw new UsageError('--metrics-port must be from 0 to 65535');
       const ns = ctx.client({ worker: true, ...(roles ? { roles } : {}), ...(concurrency !== undefined ? { overrides: { concurrency } } : {}) });
-      let stopping = false;
-      const stop = (signal: string) => {
-        if (stopping) {
-          note(`${signal} again: exiting without waiting`);
-          process.exit(1);
-        }
-        stopping = true;
-        note(`${signal}: stopping (grace ${ns.options.shutdownGraceMs} ms)…`);
-        ns.stop().then(
-          () => process.exit(0),
-          () => process.exit(1),
-        );
-      };
-      process.on('SIGTERM', () => stop('SIGTERM'));
-      process.on('SIGINT', () => stop('SIGINT'));
+      // Listening before start: a stop requested while the process starts is not lost.
+      const stopped = untilStopped(run.stops, run.note, async (reason) => {
+        run.note(`${reason}: stopping (grace ${ns.options.shutdownGraceMs} ms)…`);
+        await ns.stop();
+      });
       try {
         // Served before start: /readyz says 503 while the process starts (and again while it drains).
         if (metricsPort !== undefined) {
           const at = await ns.serveOps({ port: metricsPort, host: opts.metricsHost });
-          note(`metrics on http://${at.host}:${at.port}/metrics`);
+          run.note(`metrics on http://${at.host}:${at.port}/metrics`);
         }
         await ns.start();
       } catch (err) {
+        // Stopped while starting: the stop's outcome is the command's.
+        if (run.stops.requested > 0) {
+          run.exitCode = await stopped.done;
+          return;
+        }
+        stopped.cancel();
         await ns.stop().catch(() => undefined);
         throw err;
       }
       const plan = ns.planRoles();
-      note(
+      run.note(
         `nightshift worker ${ns.processId ?? ''} started: roles ${plan.roles.join(',')}; queues ${ns.workedQueues.join(',') || '(none: enqueue only)'}; concurrency ${ns.options.concurrency}`,
       );
-      await new Promise<void>(() => undefined);
+      run.exitCode = await stopped.done;
     });
 }

@@ -5,6 +5,7 @@ import { silentLogger } from '../../../src/telemetry/logger.js';
 import { effectJobs } from '../fixtures/effect-jobs.js';
 import type { Random } from './random.js';
 import { Recorder, type FaultKind } from './recorder.js';
+import { ScenarioResources } from './resources.js';
 
 /** What a scenario runs against: a fresh, migrated schema with the record's tables. */
 export interface ScenarioContext {
@@ -16,6 +17,8 @@ export interface ScenarioContext {
   /** The server, when this run owns it (scenarios that restart PostgreSQL need it). */
   server: EmbeddedPostgresHandle | undefined;
   random: Random;
+  /** Where the run makes its processes, proxies and clients: the harness closes them all at its end. */
+  resources: ScenarioResources;
   log(line: string): void;
 }
 
@@ -59,9 +62,7 @@ export interface Scenario<P> {
 export type AnyScenario = Scenario<any>;
 
 /** Creates and migrates `schema`, registers the effect kinds, and installs the record's tables. */
-export async function prepareContext(
-  base: { url: string; schema: string; server: EmbeddedPostgresHandle | undefined; random: Random; log(line: string): void },
-): Promise<ScenarioContext> {
+export async function prepareContext(base: { url: string; schema: string; server: EmbeddedPostgresHandle | undefined; random: Random; log(line: string): void }): Promise<ScenarioContext> {
   const jobs = effectJobs(base.schema);
   const ns = createNightshift({ databaseUrl: base.url, schema: base.schema, jobs: [jobs.atLeastOnce, jobs.atMostOnce, jobs.tick], logger: silentLogger() });
   try {
@@ -74,10 +75,14 @@ export async function prepareContext(
   admin.on('error', () => undefined);
   const recorder = new Recorder(admin, base.schema);
   await recorder.install();
-  return { ...base, admin, recorder };
+  return { ...base, admin, recorder, resources: new ScenarioResources(base.url, base.schema) };
 }
 
-/** Runs one scenario at the given size against a fresh schema; always cleans up its pool. */
+/**
+ * Runs one scenario at the given size against a fresh schema. The scenario's resources are closed
+ * when it ends, however it ends, and then the harness's pool; a failure names the scenario and
+ * carries the output of every process it started.
+ */
 export async function runScenario<P>(
   scenario: Scenario<P>,
   size: 'full' | 'short',
@@ -90,30 +95,20 @@ export async function runScenario<P>(
     const result = await scenario.run(ctx, { ...scenario.sizes[size], ...overrides });
     result.durationMs = Date.now() - started;
     return result;
+  } catch (err) {
+    throw new Error(`${scenario.id} failed: ${String(err)}\n${ctx.resources.outputs()}`, { cause: err });
   } finally {
-    await ctx.admin.end();
+    try {
+      await ctx.resources.closeAll();
+    } finally {
+      await ctx.admin.end();
+    }
   }
 }
 
 /** Whether every invariant held. */
 export function passed(result: ScenarioResult): boolean {
   return result.invariants.every((i) => i.holds);
-}
-
-/** Waits until `condition` is truthy, checking every `everyMs`; throws after `timeoutMs` naming `what`. Errors count as "not yet" (the server may be restarting). */
-export async function until<T>(what: string, condition: () => Promise<T> | T, timeoutMs: number, everyMs = 100): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await condition();
-      if (v) return v as NonNullable<T>;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
 }
 
 /** Enqueues jobs of an effect kind from the harness (a client that only enqueues), in chunks. */

@@ -1,14 +1,11 @@
 import pg from 'pg';
-import { createNightshift } from '../../../src/index.js';
-import { silentLogger } from '../../../src/telemetry/logger.js';
 import { testPgMajor } from '../../support/postgres-server.js';
+import { waitFor } from '../../support/wait.js';
 import { effectJobs } from '../fixtures/effect-jobs.js';
 import { failoverLosses, parseFleetOutput, type FailoverLosses } from '../harness/failover-record.js';
-import { Fleet } from '../harness/fleet.js';
-import { PgProxy } from '../harness/pg-proxy.js';
 import { startReplicatedCluster, type ReplicationMode } from '../harness/pg-cluster.js';
 import { Recorder } from '../harness/recorder.js';
-import { until, type Invariant, type Scenario, type ScenarioContext, type ScenarioResult } from '../harness/scenario.js';
+import type { Invariant, Scenario, ScenarioContext, ScenarioResult } from '../harness/scenario.js';
 
 /** Parameters of scenario 10. */
 export interface PgFailoverParams {
@@ -64,49 +61,48 @@ interface ModeResult {
 }
 
 async function runMode(ctx: ScenarioContext, p: PgFailoverParams, mode: ReplicationMode): Promise<ModeResult> {
-  const cluster = await startReplicatedCluster(testPgMajor(), mode);
-  const proxy = new PgProxy('127.0.0.1', cluster.primary.port);
-  await proxy.listen();
-  const url = proxy.url(cluster.primary.url);
-  const defs = effectJobs(ctx.schema);
-  const fleet = new Fleet('test/faults/fixtures/fault-worker.ts', {
-    DATABASE_URL: url,
-    NS_SCHEMA: ctx.schema,
-    NS_CONCURRENCY: String(p.concurrency),
-    NS_LEASE_MS: String(p.leaseMs),
-    NS_HEARTBEAT_MS: String(p.heartbeatMs),
-    NS_MAINTENANCE_MS: '500',
-    NS_POLL_MS: '250',
-    NS_GRACE_MS: '3000',
-    NS_SCHEDULE_EVERY: '1s',
-    NS_TICK_WORK_MS: '20',
-    NS_ECHO_RUNS: '1',
-  });
-  const onPrimary = new pg.Pool({ connectionString: cluster.primary.url, max: 2 });
-  const onStandby = new pg.Pool({ connectionString: cluster.standby.url, max: 2 });
-  onPrimary.on('error', () => undefined);
-  onStandby.on('error', () => undefined);
-  try {
-    const setup = createNightshift({ databaseUrl: url, schema: ctx.schema, jobs: [defs.atLeastOnce, defs.atMostOnce, defs.tick], logger: silentLogger() });
-    try {
-      await setup.migrate();
-      await new Recorder(onPrimary, ctx.schema).install();
-      const payloads = (n: number) => Array.from({ length: n }, (_, i) => ({ n: i, workMs: ctx.random.int(p.workMs[0], p.workMs[1]) }));
-      await setup.enqueueMany(defs.atLeastOnce, payloads(p.jobs));
-      await setup.enqueueMany(defs.atMostOnce, payloads(p.jobs));
-    } finally {
-      await setup.stop();
-    }
+  return ctx.resources.part(`${mode} replication`, async (r) => {
+    const cluster = await startReplicatedCluster(testPgMajor(), mode);
+    r.defer('the cluster', () => cluster.destroy());
+    r.detail(() => `--- primary\n${cluster.primary.log().slice(-2_000)}\n--- standby\n${cluster.standby.log().slice(-2_000)}`);
+    const proxy = await r.proxy(cluster.primary.url);
+    const url = proxy.url(cluster.primary.url);
+    const defs = effectJobs(ctx.schema);
+    const fleet = r.fleet('test/faults/fixtures/fault-worker.ts', {
+      DATABASE_URL: url,
+      NS_SCHEMA: ctx.schema,
+      NS_CONCURRENCY: String(p.concurrency),
+      NS_LEASE_MS: String(p.leaseMs),
+      NS_HEARTBEAT_MS: String(p.heartbeatMs),
+      NS_MAINTENANCE_MS: '500',
+      NS_POLL_MS: '250',
+      NS_GRACE_MS: '3000',
+      NS_SCHEDULE_EVERY: '1s',
+      NS_TICK_WORK_MS: '20',
+      NS_ECHO_RUNS: '1',
+    });
+    const onPrimary = new pg.Pool({ connectionString: cluster.primary.url, max: 2 });
+    const onStandby = new pg.Pool({ connectionString: cluster.standby.url, max: 2 });
+    onPrimary.on('error', () => undefined);
+    onStandby.on('error', () => undefined);
+    r.defer('the pool on the primary', () => onPrimary.end());
+    r.defer('the pool on the standby', () => onStandby.end());
+    const setup = r.nightshift({ databaseUrl: url, jobs: [defs.atLeastOnce, defs.atMostOnce, defs.tick] });
+    await setup.migrate();
+    await new Recorder(onPrimary, ctx.schema).install();
+    const payloads = (n: number) => Array.from({ length: n }, (_, i) => ({ n: i, workMs: ctx.random.int(p.workMs[0], p.workMs[1]) }));
+    await setup.enqueueMany(defs.atLeastOnce, payloads(p.jobs));
+    await setup.enqueueMany(defs.atMostOnce, payloads(p.jobs));
+    await setup.stop();
     // The enqueues are on the standby too: this scenario measures what the failover does to work
     // in flight; an enqueue's own loss window is the same as a completion's (see reliability.md).
     await cluster.caughtUp();
     await Promise.all(Array.from({ length: p.workers }, () => fleet.start()));
     const q = `"${ctx.schema}"`;
-    await until(
+    await waitFor(
       `${Math.round(p.failAtFraction * 100)} % of the jobs started`,
       async () => (await onPrimary.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${q}.jobs WHERE started_at IS NOT NULL AND kind <> 'tick-effect'`)).rows[0]!.n >= p.failAtFraction * 2 * p.jobs,
-      60_000,
-      50,
+      { timeoutMs: 60_000, everyMs: 50 },
     );
     // The stream stops reaching the standby: the primary goes on committing (async) or its
     // commits wait (remote_apply); then the primary's host dies with the WAL the standby lacks.
@@ -119,8 +115,15 @@ async function runMode(ctx: ScenarioContext, p: PgFailoverParams, mode: Replicat
     proxy.retarget('127.0.0.1', cluster.standby.port);
     ctx.log(`10-pg-failover (${mode}): primary killed after ${p.lagMs} ms of standby lag, standby promoted in ${promotedAt - killAt} ms`);
     const recorder = new Recorder(onStandby, ctx.schema);
-    await until('every job to finish on the promoted server', async () => (await recorder.unfinished('effect')) + (await recorder.unfinished('effect-amo')) === 0, p.drainTimeoutMs, 250);
-    await until('a schedule tick to run on the promoted server', () => parseFleetOutput(fleet.all().map((m) => ({ pid: m.proc.pid, output: m.proc.output() }))).runs.some((r) => r.kind === 'tick-effect' && r.at > promotedAt), 30_000, 100);
+    await waitFor('every job to finish on the promoted server', async () => (await recorder.unfinished('effect')) + (await recorder.unfinished('effect-amo')) === 0, {
+      timeoutMs: p.drainTimeoutMs,
+      everyMs: 250,
+    });
+    await waitFor(
+      'a schedule tick to run on the promoted server',
+      () => parseFleetOutput(fleet.all().map((m) => ({ pid: m.proc.pid, output: m.proc.output() }))).runs.some((r) => r.kind === 'tick-effect' && r.at > promotedAt),
+      { timeoutMs: 30_000, everyMs: 100 },
+    );
     await fleet.stopAll();
     const rec = parseFleetOutput(fleet.all().map((m) => ({ pid: m.proc.pid, output: m.proc.output() })));
     const after = (xs: number[]) => (xs.length ? Math.min(...xs) - killAt : null);
@@ -134,15 +137,7 @@ async function runMode(ctx: ScenarioContext, p: PgFailoverParams, mode: Replicat
       firstCompletionMs: after([...rec.completed.values()].filter((at) => at > promotedAt)),
       firstTickMs: after(rec.runs.filter((r) => r.kind === 'tick-effect' && r.at > promotedAt).map((r) => r.at)),
     };
-  } catch (err) {
-    throw new Error(`10-pg-failover (${mode}) failed: ${String(err)}\n${fleet.outputs()}\n--- primary\n${cluster.primary.log().slice(-2_000)}\n--- standby\n${cluster.standby.log().slice(-2_000)}`, { cause: err });
-  } finally {
-    await fleet.close();
-    await proxy.close();
-    await onPrimary.end();
-    await onStandby.end();
-    await cluster.destroy();
-  }
+  });
 }
 
 function invariantsOf(r: ModeResult): Invariant[] {
@@ -151,7 +146,11 @@ function invariantsOf(r: ModeResult): Invariant[] {
   const both = [
     inv('no at-least-once job lost: every one completed on the promoted server', l.atLeastOnceLost === 0, `${l.atLeastOnceLost} not completed`),
     inv('no at-most-once job left waiting or running', l.atMostOnceStuck === 0, `${l.atMostOnceStuck} stuck: ${JSON.stringify(l.atMostOnceStates)}`),
-    inv('every re-run had a run the failover interrupted or erased (started before the promotion, or within a lease after it)', l.rerunExplained === l.atLeastOnceRerun, `${l.atLeastOnceRerun - l.rerunExplained} re-runs with no run before the promotion + leaseMs`),
+    inv(
+      'every re-run had a run the failover interrupted or erased (started before the promotion, or within a lease after it)',
+      l.rerunExplained === l.atLeastOnceRerun,
+      `${l.atLeastOnceRerun - l.rerunExplained} re-runs with no run before the promotion + leaseMs`,
+    ),
   ];
   if (r.mode === 'async') return both;
   // remote_apply: a commit acknowledged to a worker is on the standby, so nothing acknowledged is lost.

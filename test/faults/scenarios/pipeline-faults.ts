@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createNightshift } from '../../../src/index.js';
 import { silentLogger } from '../../../src/telemetry/logger.js';
+import { waitFor } from '../../support/wait.js';
 import { faultPipeline } from '../fixtures/fault-pipeline.js';
 import { Fleet, type Member } from '../harness/fleet.js';
 import { FaultInjector, runTimeline } from '../harness/injector.js';
-import { until, type Invariant, type Scenario, type ScenarioContext, type ScenarioResult } from '../harness/scenario.js';
+import { type Invariant, type Scenario, type ScenarioContext, type ScenarioResult } from '../harness/scenario.js';
 
 /** Parameters of scenario 11. */
 export interface PipelineFaultParams {
@@ -58,7 +59,7 @@ async function run(ctx: ScenarioContext, p: PipelineFaultParams): Promise<Scenar
   });
   const errors: string[] = [];
   // A start through a restart of PostgreSQL: retried until it answers (a keyed start is idempotent).
-  const start = (key: string) => until(`the start of ${key}`, () => ops.pipelines.start(pipeline, key).then(() => true), 60_000, 200);
+  const start = (key: string) => waitFor(`the start of ${key}`, () => ops.pipelines.start(pipeline, key).then(() => true), { timeoutMs: 60_000, everyMs: 200 });
   try {
     for (let i = 0; i < p.runs; i++) await start(`early-${i}`);
     await Promise.all(Array.from({ length: p.workers }, () => fleet.start()));
@@ -85,14 +86,16 @@ async function run(ctx: ScenarioContext, p: PipelineFaultParams): Promise<Scenar
     ctx.log(`${ID}: faults done (${JSON.stringify(injector.counts())}); waiting for every run to end`);
     if (fleet.alive().length === 0) await fleet.start();
     const open = async () => (await ctx.admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${q}.pipeline_runs WHERE state IN ('running', 'held')`)).rows[0]!.n;
-    await until('every run to end', async () => (await open()) === 0, p.settleTimeoutMs, 250);
+    await waitFor('every run to end', async () => (await open()) === 0, { timeoutMs: p.settleTimeoutMs, everyMs: 250 });
     await fleet.stopAll();
     await ctx.recorder.writeFaults(injector.seal());
 
     const runs = (await ctx.admin.query<{ id: string; key: string; state: string; reason: string | null }>(`SELECT id::text, key, state, reason FROM ${q}.pipeline_runs ORDER BY id`)).rows;
-    const steps = (await ctx.admin.query<{ run_id: string; step: string; item: string; state: string; output: { attempt?: number; pid?: number } | null }>(
-      `SELECT run_id::text, step, item, state, output FROM ${q}.pipeline_steps ORDER BY run_id, step, item`,
-    )).rows;
+    const steps = (
+      await ctx.admin.query<{ run_id: string; step: string; item: string; state: string; output: { attempt?: number; pid?: number } | null }>(
+        `SELECT run_id::text, step, item, state, output FROM ${q}.pipeline_steps ORDER BY run_id, step, item`,
+      )
+    ).rows;
     const writes = (await ctx.admin.query<{ run_id: string; step: string; item: string; n: number }>(`SELECT run_id::text, step, item, count(*)::int AS n FROM ${q}.pl_writes GROUP BY 1, 2, 3`)).rows;
     const effects = (await ctx.admin.query<{ run_id: string; step: string; item: string; attempt: number; pid: number }>(`SELECT run_id::text, step, item, attempt, pid FROM ${q}.pl_effects`)).rows;
     const ran = new Set(effects.map((e) => `${e.run_id}/${e.step}/${e.item}/${e.attempt}/${e.pid}`));
@@ -114,11 +117,40 @@ async function run(ctx: ScenarioContext, p: PipelineFaultParams): Promise<Scenar
     for (const r of runs.filter((x) => x.state === 'succeeded')) if (!(await ops.pipelines.verify(pipeline, r.key)).ok) unverified++;
     const rerunItems = [...attemptsPer.values()].filter((n) => n > 1).length;
     const invariants: Invariant[] = [
-      { name: 'every run ends succeeded or failed, a failed one with its reason (none running, none held)', holds: unended.length === 0, detail: unended.slice(0, 5).map((r) => `${r.key}: ${r.state} ${r.reason ?? ''}`).join('; ') },
-      { name: 'one run per key, though every late key was started twice under faults', holds: missingRuns.length === 0 && runs.length === expectedKeys.length, detail: missingRuns.length || runs.length !== expectedKeys.length ? `${runs.length} runs for ${expectedKeys.length} keys; missing ${missingRuns.join(', ')}` : '' },
-      { name: 'no step output lost: every step of a succeeded run has its recorded output', holds: lost.length === 0, detail: lost.slice(0, 5).map((s) => `${s.run_id}/${s.step}/${s.item}: ${s.state}`).join('; ') },
-      { name: 'no step output written twice (one transition to succeeded per step and item)', holds: twice.length === 0 && notOnce.length === 0, detail: [...twice.map((w) => `${w.run_id}/${w.step}/${w.item} × ${w.n}`), ...notOnce.map((s) => `${s.run_id}/${s.step}/${s.item} never`)].slice(0, 5).join('; ') },
-      { name: 'every recorded output is that of an attempt that ran', holds: phantom.length === 0, detail: phantom.slice(0, 5).map((s) => `${s.run_id}/${s.step}/${s.item} attempt ${s.output?.attempt}`).join('; ') },
+      {
+        name: 'every run ends succeeded or failed, a failed one with its reason (none running, none held)',
+        holds: unended.length === 0,
+        detail: unended
+          .slice(0, 5)
+          .map((r) => `${r.key}: ${r.state} ${r.reason ?? ''}`)
+          .join('; '),
+      },
+      {
+        name: 'one run per key, though every late key was started twice under faults',
+        holds: missingRuns.length === 0 && runs.length === expectedKeys.length,
+        detail: missingRuns.length || runs.length !== expectedKeys.length ? `${runs.length} runs for ${expectedKeys.length} keys; missing ${missingRuns.join(', ')}` : '',
+      },
+      {
+        name: 'no step output lost: every step of a succeeded run has its recorded output',
+        holds: lost.length === 0,
+        detail: lost
+          .slice(0, 5)
+          .map((s) => `${s.run_id}/${s.step}/${s.item}: ${s.state}`)
+          .join('; '),
+      },
+      {
+        name: 'no step output written twice (one transition to succeeded per step and item)',
+        holds: twice.length === 0 && notOnce.length === 0,
+        detail: [...twice.map((w) => `${w.run_id}/${w.step}/${w.item} × ${w.n}`), ...notOnce.map((s) => `${s.run_id}/${s.step}/${s.item} never`)].slice(0, 5).join('; '),
+      },
+      {
+        name: 'every recorded output is that of an attempt that ran',
+        holds: phantom.length === 0,
+        detail: phantom
+          .slice(0, 5)
+          .map((s) => `${s.run_id}/${s.step}/${s.item} attempt ${s.output?.attempt}`)
+          .join('; '),
+      },
       { name: "every succeeded run's artifacts match their checksums", holds: unverified === 0, detail: unverified ? `${unverified} run(s) differ` : '' },
     ];
     return {

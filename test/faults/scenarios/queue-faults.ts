@@ -1,10 +1,9 @@
-import { createNightshift } from '../../../src/index.js';
-import { silentLogger } from '../../../src/telemetry/logger.js';
+import { waitFor } from '../../support/wait.js';
 import { effectJobs } from '../fixtures/effect-jobs.js';
 import { checkAtLeastOnce, checkAtMostOnce } from '../harness/checker.js';
-import { Fleet, type Member } from '../harness/fleet.js';
+import type { Member } from '../harness/fleet.js';
 import { FaultInjector, runTimeline } from '../harness/injector.js';
-import { until, type Scenario, type ScenarioContext, type ScenarioResult } from '../harness/scenario.js';
+import type { Scenario, ScenarioContext, ScenarioResult } from '../harness/scenario.js';
 
 /** Parameters of the queue-under-faults scenarios (1 and 2). */
 export interface QueueFaultParams {
@@ -64,8 +63,8 @@ async function run(ctx: ScenarioContext, p: QueueFaultParams, delivery: 'at-leas
   const defs = effectJobs(ctx.schema);
   const def = delivery === 'at-least-once' ? defs.atLeastOnce : defs.atMostOnce;
   const injector = new FaultInjector(ctx.admin, ctx.random);
-  const producer = createNightshift({ databaseUrl: ctx.url, schema: ctx.schema, jobs: [def], logger: silentLogger() });
-  const fleet = new Fleet('test/faults/fixtures/fault-worker.ts', {
+  const producer = ctx.resources.nightshift({ jobs: [def] });
+  const fleet = ctx.resources.fleet('test/faults/fixtures/fault-worker.ts', {
     DATABASE_URL: ctx.url,
     NS_SCHEMA: ctx.schema,
     NS_CONCURRENCY: String(p.concurrency),
@@ -84,69 +83,65 @@ async function run(ctx: ScenarioContext, p: QueueFaultParams, delivery: 'at-leas
     return m;
   };
   const errors: string[] = [];
-  try {
-    for (let start = 0; start < p.jobs; start += 5_000) {
-      const n = Math.min(5_000, p.jobs - start);
-      await producer.enqueueMany(def, Array.from({ length: n }, (_, i) => ({ n: start + i, workMs: ctx.random.int(p.workMs[0], p.workMs[1]) })));
-    }
-    await producer.stop();
-    await Promise.all(Array.from({ length: p.workers }, (_, slot) => startWorker(slot, true)));
-    ctx.log(`${id}: ${p.jobs} ${delivery} jobs, ${p.workers} workers, faults for ${p.faultWindowMs} ms`);
-
-    const actions: { atMs: number; run: () => Promise<unknown> }[] = [];
-    for (let t = p.killEveryMs; t <= p.faultWindowMs; t += p.killEveryMs) {
-      actions.push({
-        atMs: t,
-        run: async () => {
-          const live = fleet.alive();
-          if (live.length === 0) return;
-          const victim = ctx.random.pick(live);
-          await injector.kill(victim);
-          await startWorker(slotOf.get(victim) ?? 0, false);
-        },
-      });
-    }
-    for (let i = 1; i <= p.pgRestarts; i++) {
-      actions.push({ atMs: Math.round((p.faultWindowMs * i) / (p.pgRestarts + 1)) + 250, run: () => injector.restartPostgres(server) });
-    }
-    for (let t = p.terminateEveryMs / 2; t <= p.faultWindowMs; t += p.terminateEveryMs) {
-      actions.push({
-        atMs: t,
-        run: () => injector.terminateBackends({ count: ctx.random.int(1, 2), pids: new Set(fleet.alive().map((m) => m.proc.pid)) }),
-      });
-    }
-    await runTimeline(actions, (err) => errors.push(String(err)));
-    ctx.log(`${id}: faults done (${JSON.stringify(injector.counts())}); draining`);
-    // Every process that is still starting must come up, so the drain has workers.
-    if (fleet.alive().length === 0) await startWorker(0, true);
-    await until('every job to finish (none available or running)', async () => (await ctx.recorder.unfinished(def.kind)) === 0, p.drainTimeoutMs, 250);
-    await fleet.stopAll();
-    await ctx.recorder.writeFaults(injector.seal());
-    const report = delivery === 'at-least-once' ? await checkAtLeastOnce(ctx.recorder, def.kind) : await checkAtMostOnce(ctx.recorder, def.kind);
-    const restarts = injector.log.filter((f) => f.kind === 'pg-restart').map((f) => f.endedAt - f.startedAt);
-    return {
-      id,
-      title,
-      faults: injector.counts(),
-      jobs: report.jobs,
-      unit: 'jobs',
-      lost: report.lost,
-      duplicates: report.duplicates,
-      maxRecoveryMs: report.maxRecoveryMs,
-      recovery:
-        delivery === 'at-least-once'
-          ? 'longest time from a fault to a job it interrupted being handed back for another run (rescued or failed)'
-          : 'longest time from a fault to the job it interrupted being marked abandoned',
-      invariants: report.invariants,
-      figures: { ...report.figures, 'PostgreSQL downtime per restart (ms)': restarts.join(', '), 'processes started': fleet.all().length, ...(errors.length ? { 'injector errors': errors.join('; ') } : {}) },
-      durationMs: 0,
-    };
-  } catch (err) {
-    throw new Error(`${id} failed: ${String(err)}\n${fleet.outputs()}`, { cause: err });
-  } finally {
-    await producer.stop();
-    await fleet.close();
+  for (let start = 0; start < p.jobs; start += 5_000) {
+    const n = Math.min(5_000, p.jobs - start);
+    await producer.enqueueMany(
+      def,
+      Array.from({ length: n }, (_, i) => ({ n: start + i, workMs: ctx.random.int(p.workMs[0], p.workMs[1]) })),
+    );
   }
+  await producer.stop();
+  await Promise.all(Array.from({ length: p.workers }, (_, slot) => startWorker(slot, true)));
+  ctx.log(`${id}: ${p.jobs} ${delivery} jobs, ${p.workers} workers, faults for ${p.faultWindowMs} ms`);
+
+  const actions: { atMs: number; run: () => Promise<unknown> }[] = [];
+  for (let t = p.killEveryMs; t <= p.faultWindowMs; t += p.killEveryMs) {
+    actions.push({
+      atMs: t,
+      run: async () => {
+        const live = fleet.alive();
+        if (live.length === 0) return;
+        const victim = ctx.random.pick(live);
+        await injector.kill(victim);
+        await startWorker(slotOf.get(victim) ?? 0, false);
+      },
+    });
+  }
+  for (let i = 1; i <= p.pgRestarts; i++) {
+    actions.push({ atMs: Math.round((p.faultWindowMs * i) / (p.pgRestarts + 1)) + 250, run: () => injector.restartPostgres(server) });
+  }
+  for (let t = p.terminateEveryMs / 2; t <= p.faultWindowMs; t += p.terminateEveryMs) {
+    actions.push({
+      atMs: t,
+      run: () => injector.terminateBackends({ count: ctx.random.int(1, 2), pids: new Set(fleet.alive().map((m) => m.proc.pid)) }),
+    });
+  }
+  await runTimeline(actions, (err) => errors.push(String(err)));
+  ctx.log(`${id}: faults done (${JSON.stringify(injector.counts())}); draining`);
+  // Every process that is still starting must come up, so the drain has workers.
+  if (fleet.alive().length === 0) await startWorker(0, true);
+  await waitFor('every job to finish (none available or running)', async () => (await ctx.recorder.unfinished(def.kind)) === 0, { timeoutMs: p.drainTimeoutMs, everyMs: 250 });
+  await fleet.stopAll();
+  await ctx.recorder.writeFaults(injector.seal());
+  const report = delivery === 'at-least-once' ? await checkAtLeastOnce(ctx.recorder, def.kind) : await checkAtMostOnce(ctx.recorder, def.kind);
+  const restarts = injector.log.filter((f) => f.kind === 'pg-restart').map((f) => f.endedAt - f.startedAt);
+  return {
+    id,
+    title,
+    faults: injector.counts(),
+    jobs: report.jobs,
+    unit: 'jobs',
+    lost: report.lost,
+    duplicates: report.duplicates,
+    maxRecoveryMs: report.maxRecoveryMs,
+    recovery:
+      delivery === 'at-least-once'
+        ? 'longest time from a fault to a job it interrupted being handed back for another run (rescued or failed)'
+        : 'longest time from a fault to the job it interrupted being marked abandoned',
+    invariants: report.invariants,
+    figures: { ...report.figures, 'PostgreSQL downtime per restart (ms)': restarts.join(', '), 'processes started': fleet.all().length, ...(errors.length ? { 'injector errors': errors.join('; ') } : {}) },
+    durationMs: 0,
+  };
 }
 
 /** Scenario 1: at-least-once jobs under SIGKILLs, PostgreSQL restarts and backend terminations. */

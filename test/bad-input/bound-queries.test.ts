@@ -1,0 +1,94 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { Database } from '../../src/db/database.js';
+import { run, sql } from '../../src/db/executor.js';
+import type { JobInsertRow } from '../../src/db/jobs-insert.js';
+import { createPool, type PoolHandle } from '../../src/db/pool.js';
+import { StatementSet } from '../../src/db/statements.js';
+import { useTestDatabase } from '../support/db.js';
+
+// Issue 12: statements are bound to the database once and take their parameters by name, with the
+// row type carried by the statement's definition. The type checks below are part of `npm test`
+// (npm run typecheck compiles the tests): each @ts-expect-error fails the build if the mistake
+// it names would compile.
+
+const t = useTestDatabase('bound');
+t.migrateBeforeAll();
+
+const pools: PoolHandle[] = [];
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.close()));
+});
+
+function database(): Database {
+  const pool = createPool({ connectionString: t.url, max: 2, applicationName: 'bound-queries' });
+  pools.push(pool);
+  return new Database(pool, t.schema);
+}
+
+const row = (kind: string, queue: string): JobInsertRow => ({
+  kind,
+  queue,
+  priority: 0,
+  runAt: null,
+  delayMs: null,
+  payload: '{}',
+  maxAttempts: 3,
+  atMostOnce: false,
+  dedupeKey: null,
+  expiresAt: null,
+  maxAgeMs: null,
+  traceContext: null,
+  dedupeScope: 'pending',
+});
+
+/** Never called: its body only has to compile, or fail to where marked. */
+function typeChecks(db: Database): void {
+  const set = new StatementSet('x');
+  const stmt = set.plain<{ n: number }, [a: number, b: string]>(() => 'SELECT $1::int AS n, $2::text');
+  const rows: Promise<{ n: number }[]> = run(db.executor, stmt, [1, 'b']);
+  void rows;
+  // @ts-expect-error parameters in the wrong order
+  void run(db.executor, stmt, ['b', 1]);
+  // @ts-expect-error a parameter missing
+  void run(db.executor, stmt, [1]);
+  // @ts-expect-error the rows are of the statement's type, not whatever the caller says
+  const wrong: Promise<{ m: string }[]> = run(db.executor, stmt, [1, 'b']);
+  void wrong;
+  // @ts-expect-error a claim names every parameter (startNow, owner and leaseMs are missing)
+  void db.jobs.claim({ queue: 'q', kinds: ['k'], limit: 1 });
+  // @ts-expect-error a parameter of the wrong type
+  void db.jobs.claim({ queue: 'q', kinds: 'k', limit: 1, startNow: 1, owner: 'o', leaseMs: 1 });
+}
+void typeChecks;
+
+describe('statements bound to the database', () => {
+  it('a statement returns the rows its definition declares, with its parameters in order', async () => {
+    const stmt = sql<{ n: number; s: string }, [a: number, b: string]>('SELECT $1::int + 1 AS n, $2::text AS s');
+    expect(await run(t.sql, stmt, [41, 'x'])).toEqual([{ n: 42, s: 'x' }]);
+  });
+
+  it('db.jobs.claim takes its parameters by name and claims on the database it was bound to', async () => {
+    const db = database();
+    const [inserted] = await db.inserts.insert({ rows: [row('bound.claim', 'bound-q')], debounced: false });
+    const claimed = await db.jobs.claim({ queue: 'bound-q', kinds: ['bound.claim'], limit: 5, startNow: 1, owner: 'me', leaseMs: 60_000 });
+    expect(claimed.map((r) => [r.id, r.state, r.attempt])).toEqual([[inserted!.id, 'running', 1]]);
+    const { rows } = await t.sql.query(`SELECT lease_owner, started_at IS NOT NULL AS started FROM "${t.schema}".jobs WHERE id = $1`, [inserted!.id]);
+    expect(rows).toEqual([{ lease_owner: 'me', started: true }]);
+    const held = await db.jobs.heartbeat({ ids: [claimed[0]!.id], tokens: [claimed[0]!.lease_token], leaseMs: 60_000 });
+    expect([...held]).toEqual([claimed[0]!.lease_token]);
+  });
+
+  it("an insert given the caller's transaction as db is part of it: gone on rollback, there on commit", async () => {
+    const db = database();
+    const count = async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = 'bound.tx'`)).rows[0].n as number;
+    await expect(
+      db.transaction(async (tx) => {
+        await db.inserts.insert({ rows: [row('bound.tx', 'bound-tx')], debounced: false, db: tx });
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect(await count()).toBe(0);
+    await db.transaction((tx) => db.inserts.insert({ rows: [row('bound.tx', 'bound-tx')], debounced: false, db: tx }));
+    expect(await count()).toBe(1);
+  });
+});

@@ -1,0 +1,147 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineJob } from '../../src/index.js';
+import { ActiveJobs, type ActiveJob } from '../../src/worker/active-jobs.js';
+import { QueueFetcher, type FetcherHost } from '../../src/worker/queue-fetcher.js';
+import { Slots } from '../../src/worker/slots.js';
+import { useTestDatabase } from '../support/db.js';
+import { observedDatabase } from '../support/observed-database.js';
+import { waitFor } from '../support/wait.js';
+
+// One queue's claim loop deciding when to claim and how many (its `wants()`), against the real
+// database. The host — the worker's side: slots, room for leases, dispatch — is played by the
+// test, so each decision is driven by the limits alone. The loop polls once an hour here: every
+// claim it makes is one the test caused.
+
+const t = useTestDatabase('unit_qf');
+t.migrateBeforeAll();
+
+const cleanups: (() => Promise<unknown>)[] = [];
+
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+let queues = 0;
+
+/**
+ * A fetcher of a queue of its own over `jobs` available jobs, with the given limits. `maxHeld()` is how many
+ * leases the process may hold; room is that less the jobs it holds, as in the worker.
+ */
+async function setup(o: { jobs: number; global: Slots; local: Slots; maxHeld?: () => number }) {
+  const queue = `qf-${++queues}`;
+  const def = defineJob({ kind: queue, queue, payload: z.object({ n: z.number() }), run: () => undefined });
+  const db = observedDatabase(t.url, t.schema);
+  cleanups.push(() => db.close());
+  await t.client({ jobs: [def] }).enqueueMany(
+    def,
+    Array.from({ length: o.jobs }, (_, n) => ({ n })),
+  );
+  const active = new ActiveJobs();
+  const started: ActiveJob[] = [];
+  const claims: { asked: number; count: number }[] = [];
+  const errors: unknown[] = [];
+  let roomAsked = 0;
+  const host: FetcherHost = {
+    hold: (row) => active.add(row),
+    start: (job) => void started.push(job),
+    expired: () => undefined,
+    expireHeld: () => undefined,
+    room: () => {
+      roomAsked++;
+      return (o.maxHeld ? o.maxHeld() : 100) - active.size;
+    },
+    slotsFreed: () => undefined,
+    onError: (err) => void errors.push(err),
+    onClaimed: (_queue, asked, count) => void claims.push({ asked, count }),
+  };
+  const fetcher = new QueueFetcher({
+    database: db.db,
+    queue,
+    kinds: [queue],
+    owner: 'unit-fetcher',
+    leaseMs: 60_000,
+    minPollMs: 3_600_000,
+    maxPollMs: 3_600_000,
+    prefetch: 0,
+    global: o.global,
+    local: o.local,
+    host,
+  });
+  cleanups.push(() => fetcher.stop());
+  return { queue, db, fetcher, started, claims, errors, roomAsked: () => roomAsked, claimsSent: () => db.names().filter((n) => n === 'job_claim').length };
+}
+
+/** Lets every pending callback and promise of the loop run (a claim it decided on is sent by then). */
+const turns = async (n = 3) => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+};
+
+describe('QueueFetcher: when to claim', () => {
+  it('claims for its free slots at once (as many as the queue and the process both allow) and starts them', async () => {
+    const s = await setup({ jobs: 5, global: new Slots(3), local: new Slots(2) });
+    await s.fetcher.start();
+    await waitFor('two jobs to start', () => s.started.length === 2);
+    expect(s.claims[0]).toEqual({ asked: 2, count: 2 });
+    expect(s.errors).toEqual([]);
+  });
+
+  it('with every slot of the process busy and nothing held, waits for the next slot in turn, then claims one job for it', async () => {
+    const global = new Slots(1);
+    global.take(1); // another queue's job runs
+    const s = await setup({ jobs: 3, global, local: new Slots(5) });
+    await s.fetcher.start();
+    await waitFor('the fetcher to wait for a slot', () => global.contended);
+    expect(s.claimsSent()).toBe(0);
+
+    global.give(1);
+    await waitFor('the job claimed for that slot to start', () => s.started.length === 1);
+    expect(s.claims).toEqual([{ asked: 1, count: 1 }]);
+    const { rows } = await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE queue = $1 AND state = 'running' AND started_at IS NOT NULL`, [s.queue]);
+    expect(rows[0].n).toBe(1);
+    // Every slot is busy again: it waits in turn once more, and stop() withdraws that wait.
+    await waitFor('the fetcher to wait for the next slot', () => global.contended);
+    await s.fetcher.stop();
+    expect(global.contended).toBe(false);
+    expect(global.inUse).toBe(1);
+  });
+
+  it("claims nothing while the queue's own limit is full, and claims once a slot of it frees and the worker says so", async () => {
+    const local = new Slots(1);
+    local.take(1);
+    const s = await setup({ jobs: 3, global: new Slots(5), local });
+    await s.fetcher.start();
+    await waitFor('the loop to weigh a claim', () => s.roomAsked() > 0);
+    await turns();
+    expect(s.claimsSent()).toBe(0);
+
+    local.give(1);
+    s.fetcher.checkNeed();
+    await waitFor('the job claimed for the freed slot to start', () => s.started.length === 1);
+    expect(s.claims).toEqual([{ asked: 1, count: 1 }]);
+  });
+
+  it('claims nothing while the process holds all the leases it may, and claims only what room allows once some free', async () => {
+    let maxHeld = 0;
+    const s = await setup({ jobs: 5, global: new Slots(5), local: new Slots(5), maxHeld: () => maxHeld });
+    await s.fetcher.start();
+    await waitFor('the loop to weigh a claim', () => s.roomAsked() > 0);
+    await turns();
+    expect(s.claimsSent()).toBe(0);
+
+    maxHeld = 2;
+    s.fetcher.checkNeed();
+    await waitFor('the jobs claimed for the room to start', () => s.started.length === 2);
+    expect(s.claims).toEqual([{ asked: 2, count: 2 }]);
+  });
+
+  it('gives back the slots it took for a claim that found fewer jobs, so other queues can use them', async () => {
+    const global = new Slots(4);
+    const s = await setup({ jobs: 1, global, local: new Slots(4) });
+    await s.fetcher.start();
+    await waitFor('the one job to start', () => s.started.length === 1);
+    expect(s.claims[0]).toEqual({ asked: 4, count: 1 });
+    // The started job keeps its slot; the three taken for jobs that did not exist are free again.
+    expect(global.inUse).toBe(1);
+  });
+});
