@@ -14,3 +14,4 @@ export * from './errors/leadership.js';
 export * from './errors/watchdog.js';
 export * from './errors/streams.js';
 export * from './errors/runtime.js';
+export * from './errors/pipelines.js';

@@ -63,4 +63,17 @@ export { webhookNotifier, verifyWebhookSignature, signWebhook, SIGNATURE_HEADER,
 export { slackNotifier, type SlackNotifierOptions } from './watchdog/notifiers/slack.js';
 export { telegramNotifier, type TelegramNotifierOptions } from './watchdog/notifiers/telegram.js';
 export { emailNotifier, type EmailNotifierOptions, type SmtpOptions } from './watchdog/notifiers/email.js';
+export { definePipeline } from './pipelines/define-pipeline.js';
+export type { PipelineDefinition, PipelineLike, PipelineOptions, StepOptions, StepSettings, MapOptions, FinishedRun, CleanupRun } from './pipelines/define-pipeline.js';
+export type { StepContext, StepResult, StepFailure, ItemOk, ItemResult, ArtifactInfo, ArtifactOptions, ArtifactContent } from './pipelines/step-context.js';
+export type { PipelineScheduleOptions } from './pipelines/pipeline-schedule.js';
+export { directoryStore, type DirectoryStoreOptions } from './pipelines/directory-store.js';
+export type { ArtifactStore, ArtifactRun, ArtifactAttempt, StoredArtifact } from './pipelines/artifact-store.js';
+export type { PipelineAdmin, StartOptions, StartResult, CleanupResult, PipelineActorOptions } from './pipelines/pipeline-admin.js';
+export { PIPELINE_RUN_STATES } from './pipelines/pipeline-queries.js';
+export type { PipelineRun, PipelineRunDetail, PipelineStepInfo, PipelineItemInfo, PipelineArtifactInfo, ListRunsOptions, RunSelector } from './pipelines/pipeline-queries.js';
+export type { VerifyResult, ArtifactCheck } from './pipelines/artifact-publisher.js';
+export type { SweepReport, SweepOptions } from './pipelines/pipeline-sweep.js';
+export type { PipelineRunState } from './db/pipelines-runs.js';
+export type { StepState, StepLogRow } from './db/pipelines-steps.js';
 export * from './errors.js';

@@ -1,12 +1,14 @@
 // Seed 000/001 (the lottery back office's bo-engine) rebuilt on nightshift: every row of its worker
 // table in one config — a 30 s daemon, jobs every 2 and 15 minutes, the 00:00 settlement with
 // its day id, 00:30 + 12:00 and 10:00 UTC, and the monthly bonus — correct on any number of
-// replicas. The cron watchdog (`watchdog/run.ts` every 5 minutes, alerts in `watchdog_alerts`,
-// Telegram) is now checks: stuck buy intents, the settlement not done by 01:00, a stale pot sync,
-// and nightshift's built-ins, alerting through the Telegram Bot API. `BO_FAST=1` turns the minute
-// cadences into seconds (for the multi-process test).
+// replicas. The settlement is a pipeline (settlement.ts). The cron watchdog (`watchdog/run.ts`
+// every 5 minutes, alerts in `watchdog_alerts`, Telegram) is now checks: stuck buy intents, the
+// settlement not done by 01:00, a stale pot sync, and nightshift's built-ins, alerting through the
+// Telegram Bot API. `BO_FAST=1` turns the minute cadences into seconds and the leases into a few
+// seconds (for the multi-process test).
 import { z } from 'zod';
 import { defineCheck, defineConfig, defineDaemon, defineJob, defineSchedule, telegramNotifier, type JobContext } from '../../src/index.js';
+import { alertJob, endedDay, settlementPipeline } from './settlement.js';
 
 const schema = process.env.NS_SCHEMA ?? 'nightshift';
 const fast = process.env.BO_FAST === '1';
@@ -23,35 +25,35 @@ async function record(ctx: JobContext, payload: unknown): Promise<void> {
 const none = z.object({});
 const worker = (kind: string, queue = 'default') => defineJob({ kind, payload: none, queue, run: (p, ctx) => record(ctx, p) });
 
+// Seed 001's log retention: recovery 14 days (settlement: 30, the pipeline's own retention).
+const FOURTEEN_DAYS = 14 * 86_400_000;
+const recovery = (kind: string) =>
+  defineJob({ kind, payload: none, queue: 'recovery', retention: { completed: FOURTEEN_DAYS, discarded: FOURTEEN_DAYS }, run: (p, ctx) => record(ctx, p) });
+
 const jobs = {
-  settle: defineJob({
-    kind: 'settle',
-    payload: z.object({ dayId: z.number().int().positive() }),
-    queue: 'settlement',
-    maxAttempts: 3,
-    run: (p, ctx) => record(ctx, p),
-  }),
-  recoverBuyIntents: worker('recover-buy-intents', 'recovery'),
-  resolvePendingClaims: worker('resolve-pending-claims', 'recovery'),
+  recoverBuyIntents: recovery('recover-buy-intents'),
+  resolvePendingClaims: recovery('resolve-pending-claims'),
   updatePotSizes: worker('update-pot-sizes'),
   awardAffiliateBonus: worker('award-affiliate-bonus', 'bonus'),
   reEngagementEmail: worker('re-engagement-email', 'bonus'),
   awardLeaderboardBonus: worker('award-leaderboard-bonus', 'bonus'),
+  settlementAlert: alertJob(schema),
 };
 
-const DAY_MS = 86_400_000;
+const settlement = settlementPipeline({
+  schema,
+  artifactsRoot: process.env.BO_ARTIFACTS ?? 'artifacts',
+  settleMs: Number(process.env.BO_SETTLE_MS ?? (fast ? 3_000 : 5)),
+  updatePotSizes: jobs.updatePotSizes,
+  alert: jobs.settlementAlert,
+});
+
 const every = (minutes: number) => (fast ? `*/${minutes} * * * * *` : `*/${minutes} * * * *`);
 
 const schedules = [
-  // 0 0 * * *: settle the day that just ended; its id is days since 1970-01-01. Every day settles, in order.
-  defineSchedule({
-    name: 'settle',
-    cron: '0 0 * * *',
-    job: jobs.settle,
-    payload: ({ at }) => ({ dayId: Math.floor(at.getTime() / DAY_MS) - 1 }),
-    overlap: 'queue',
-    catchUp: { all: true, window: '3d' },
-  }),
+  // 0 0 * * *: settle the day that just ended; its id is days since 1970-01-01. After downtime,
+  // every missed night within three days is settled once, oldest first.
+  settlement.schedule({ name: 'settle', cron: '0 0 * * *', key: ({ at }) => endedDay(at), catchUp: { all: true, window: '3d' } }),
   defineSchedule({ name: 'recover-buy-intents', cron: every(2), job: jobs.recoverBuyIntents }),
   defineSchedule({ name: 'resolve-pending-claims', cron: every(2), job: jobs.resolvePendingClaims }),
   defineSchedule({ name: 'update-pot-sizes', cron: every(15), job: jobs.updatePotSizes }),
@@ -81,6 +83,8 @@ const refreshSeeds = defineDaemon({
     }
   },
 });
+
+const DAY_MS = 86_400_000;
 
 // The checks of the old watchdog/run.ts. Ages are judged against the tick (ctx.at), so a late run
 // judges the instant it stands for.
@@ -112,11 +116,11 @@ const checks = [
     run: async (ctx) => {
       const dayId = Math.floor(ctx.at.getTime() / DAY_MS) - 1;
       const day = new Date(dayId * DAY_MS).toISOString().slice(0, 10);
-      const { n } = await count(ctx, `SELECT count(*)::int AS n FROM ${q}.bo_runs WHERE kind = 'settle' AND (payload->>'dayId')::int = $1`, [dayId]);
+      const { n } = await count(ctx, `SELECT count(*)::int AS n FROM ${q}.pipeline_runs WHERE pipeline = 'settlement' AND key = $1 AND state = 'succeeded' AND NOT dry_run`, [String(dayId)]);
       if (n > 0) return { status: 'ok', message: `day ${dayId} (${day}) is settled` };
       return {
         status: 'critical',
-        message: `the settlement of day ${dayId} (${day}) was not done by 01:00 UTC: see nightshift schedules ticks settle and nightshift jobs list --kind settle, then rerun it: nightshift schedules trigger settle --payload '{"dayId":${dayId}}'`,
+        message: `the settlement of day ${dayId} (${day}) was not done by 01:00 UTC: see nightshift pipelines show settlement ${dayId}, then rerun it: nightshift pipelines rerun settlement ${dayId}`,
         details: { dayId },
       };
     },
@@ -142,6 +146,7 @@ const checks = [
 export default defineConfig({
   database: { schema },
   jobs: Object.values(jobs),
+  pipelines: [settlement],
   schedules,
   daemons: [refreshSeeds],
   checks,
@@ -156,5 +161,5 @@ export default defineConfig({
     seeds: { daemons: ['refresh-seeds'] },
     watchdog: { checks: [...checks.map((c) => c.name), 'nightshift.*'] },
   },
-  worker: { concurrency: 5, pollIntervalMs: 200, shutdownGraceMs: 5_000 },
+  worker: { concurrency: 5, pollIntervalMs: 200, shutdownGraceMs: 5_000, ...(fast ? { leaseMs: 3_000, heartbeatMs: 500, maintenanceIntervalMs: 250 } : {}) },
 });

@@ -11,6 +11,7 @@ import { registerDev } from './commands/dev.js';
 import { registerEnqueue } from './commands/enqueue.js';
 import { registerJobs } from './commands/jobs.js';
 import { registerMigrate } from './commands/migrate.js';
+import { registerPipelines } from './commands/pipelines.js';
 import { registerQueues } from './commands/queues.js';
 import { registerSchedules } from './commands/schedules.js';
 import { registerStatus } from './commands/status.js';
@@ -48,6 +49,7 @@ function programFor(run: CliRun): Command {
   registerStreams(program, run);
   registerAlerts(program, run);
   registerChecks(program, run);
+  registerPipelines(program, run);
   registerDev(program, run);
   return program;
 }

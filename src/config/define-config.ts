@@ -9,6 +9,7 @@ import type { RoleDefinition } from '../roles/role-plan.js';
 import { resolveOptions, type NightshiftOptions } from '../runtime/client-options.js';
 import { isCheckDefinition, type CheckDefinition } from '../watchdog/define-check.js';
 import type { WatchdogOptions } from '../watchdog/watchdog-settings.js';
+import type { PipelineLike } from '../pipelines/define-pipeline.js';
 
 /**
  * The application: what a `nightshift.config.ts` default-exports. Every client option of
@@ -46,6 +47,8 @@ export interface NightshiftConfig {
   checks?: CheckDefinition[];
   /** Notifiers, the built-in checks' settings, delivery; giving it (or any checks) turns the watchdog on. */
   watchdog?: WatchdogOptions;
+  /** Pipelines (definePipeline): their step kinds join the jobs (roles may name them); `nightshift pipelines` operates them. */
+  pipelines?: PipelineLike[];
   roles?: Record<string, RoleDefinition>;
   /** How a worker process runs: the client options of the same names. */
   worker?: Pick<
@@ -110,6 +113,7 @@ export const CONFIG_OPTION_PATHS: Readonly<Record<string, string>> = Object.free
   consumers: 'consumers',
   checks: 'checks',
   watchdog: 'watchdog',
+  pipelines: 'pipelines',
   roles: 'roles',
   requiredEnv: 'requiredEnv',
   maxPayloadBytes: 'maxPayloadBytes',
@@ -172,6 +176,17 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
     }
     if (kinds.includes(j.kind)) issues.push({ path: `jobs.${i}`, message: `kind "${j.kind}" is defined twice` });
     kinds.push(j.kind);
+  });
+  // A pipeline's kinds are jobs of the config: roles and schedules may name them.
+  const pipelines: string[] = [];
+  (config.pipelines ?? []).forEach((p, i) => {
+    if (typeof p !== 'object' || p === null || typeof p.name !== 'string' || typeof p.spec !== 'object' || p.spec === null) {
+      issues.push({ path: `pipelines.${i}`, message: 'must be a pipeline created with definePipeline' });
+      return;
+    }
+    if (pipelines.includes(p.name)) issues.push({ path: `pipelines.${i}`, message: `pipeline "${p.name}" is defined twice` });
+    pipelines.push(p.name);
+    kinds.push(p.spec.starter.kind, ...p.spec.steps.map((s) => s.kind));
   });
   const daemons: string[] = [];
   (config.daemons ?? []).forEach((d, i) => {

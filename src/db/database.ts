@@ -3,6 +3,7 @@ import { JobAdminQueries } from './jobs-admin.js';
 import { JobInsertQueries } from './jobs-insert.js';
 import { JobLogQueries } from './job-logs.js';
 import { JobMaintenanceQueries } from './jobs-maintenance.js';
+import { JobRetentionQueries } from './jobs-retention.js';
 import { JobRunQueries } from './jobs-run.js';
 import { LeaseQueries } from './leases.js';
 import { assertMigrated, migrate, type MigrateResult } from './migrator.js';
@@ -33,6 +34,8 @@ export class Database {
   readonly admin: JobAdminQueries;
   /** Rescue, expiry and pruning. */
   readonly maintenance: JobMaintenanceQueries;
+  /** Pruning by kind, for kinds with a retention of their own (defineJob's `retention`). */
+  readonly retention: JobRetentionQueries;
   /** Queues (pause, counts), kinds, settings and the audit log. */
   readonly queues: QueueQueries;
   readonly leases: LeaseQueries;
@@ -67,6 +70,7 @@ export class Database {
     this.inserts = new JobInsertQueries(db, set);
     this.admin = new JobAdminQueries(db, set, this.channels);
     this.maintenance = new JobMaintenanceQueries(db, set, this.channels.jobs);
+    this.retention = new JobRetentionQueries(db, set);
     this.queues = new QueueQueries(db, set, this.channels.control);
     this.leases = new LeaseQueries(db, set);
     this.schedules = new ScheduleQueries(db, set);

@@ -16,6 +16,7 @@ import { isConsumerDefinition, type ConsumerDefinition } from '../streams/define
 import { BUILTIN_PREFIX, isCheckDefinition, WATCHDOG_QUEUE, type CheckDefinition } from '../watchdog/define-check.js';
 import { BUILTIN_CHECK_NAMES } from '../watchdog/builtins/index.js';
 import { resolveWatchdogSettings, type WatchdogOptions, type WatchdogSettings } from '../watchdog/watchdog-settings.js';
+import { isPipelineDefinition, type PipelineLike } from '../pipelines/define-pipeline.js';
 
 /** Options of {@link createNightshift}. Every field's default is stated. */
 export interface NightshiftOptions {
@@ -122,6 +123,11 @@ export interface NightshiftOptions {
    * Default: off.
    */
   watchdog?: WatchdogOptions;
+  /**
+   * Pipelines (definePipeline): their step kinds (`pipeline:<name>:<step>`) and starter kind
+   * (`pipeline:<name>`) join this client's jobs, and `ns.pipelines` operates their runs.
+   */
+  pipelines?: PipelineLike[];
 }
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
@@ -182,6 +188,7 @@ const schema = z
     checks: z.array(z.custom<CheckDefinition>((v) => isCheckDefinition(v), 'must be created with defineCheck')).optional(),
     // Validated by resolveWatchdogSettings, which names each field.
     watchdog: z.unknown().optional(),
+    pipelines: z.array(z.custom<PipelineLike>((v) => isPipelineDefinition(v), 'must be created with definePipeline')).optional(),
   })
   .strict();
 
@@ -225,6 +232,7 @@ export interface ResolvedOptions {
   checks: CheckDefinition[];
   /** The watchdog's settings; undefined when the watchdog is off (no `checks`, no `watchdog`). */
   watchdog: WatchdogSettings | undefined;
+  pipelines: PipelineLike[];
 }
 
 const KEYS = Object.keys(schema.shape);
@@ -362,6 +370,7 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     consumers: o.consumers ?? [],
     checks: o.checks ?? [],
     watchdog,
+    pipelines: o.pipelines ?? [],
   });
 }
 

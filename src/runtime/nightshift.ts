@@ -35,6 +35,8 @@ import { AlertAdmin, type AckOptions, type AlertRecord, type ListAlertsOptions }
 import type { CheckRunReport } from '../watchdog/check-runner.js';
 import { Watchdog, type CheckInfo } from '../watchdog/watchdog.js';
 import { assertNotifiersComplete, checkHosting, withWatchdog } from './watchdog-wiring.js';
+import { PIPELINE_SWEEP_DAEMON, PipelineEngine } from '../pipelines/pipeline-engine.js';
+import type { PipelineAdmin } from '../pipelines/pipeline-admin.js';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -54,6 +56,9 @@ export class Nightshift extends JobAdmin {
   private ops: OpsServer | undefined;
   private readonly schedules: ScheduleAdmin;
   private plan_: RolePlan | undefined;
+  private readonly engine: PipelineEngine;
+  /** The pipelines' admin API: start, rerun, restart, cancel, verify and clean up runs; list and read them. */
+  readonly pipelines: PipelineAdmin;
   private state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
   private unlog: () => void;
@@ -74,9 +79,23 @@ export class Nightshift extends JobAdmin {
     const database = new Database(pool, options.schema, options.preparedStatements, (off) =>
       events.emit({ type: 'database.prepared-statements-off', ...off, hint: preparedStatementsOffHint(off) }),
     );
+    const logger = options.logger ?? createLogger({ redact: options.redact });
     // The watchdog's checks are schedules and jobs like any other (docs/watchdog.md).
     const client: { ns?: Nightshift } = {};
-    const { options: all, watchdog } = withWatchdog(options, { database, events, client: () => client.ns });
+    const { options: withChecks, watchdog } = withWatchdog(options, { database, events, client: () => client.ns });
+    // Pipelines' step and starter kinds join the client's jobs (the registry, the roles, the
+    // testing helpers all see them); their handlers are bound to this client's database.
+    const engine = new PipelineEngine({
+      database,
+      events,
+      logger,
+      pipelines: options.pipelines,
+      actor: options.actor,
+      sweepEveryMs: options.maintenanceIntervalMs,
+      liveProcessMs: Math.max(30_000, 3 * options.heartbeatMs),
+      errorMessages: options.logErrorMessages,
+    });
+    const all = engine.size > 0 ? Object.freeze({ ...withChecks, jobs: [...withChecks.jobs, ...engine.jobs] }) : withChecks;
     const registry = new JobRegistry(all.jobs);
     super({ database, actor: options.actor, events, definitions: (kind) => registry.get(kind) });
     client.ns = this;
@@ -86,7 +105,9 @@ export class Nightshift extends JobAdmin {
     this.options = all;
     this.pool = pool;
     this.registry = registry;
-    this.logger = options.logger ?? createLogger({ redact: options.redact });
+    this.logger = logger;
+    this.engine = engine;
+    this.pipelines = engine.admin;
     this.unlog = logEvents(this.events, this.logger, { errorMessages: options.logErrorMessages });
     this.enqueuer = new Enqueuer({
       database,
@@ -96,7 +117,9 @@ export class Nightshift extends JobAdmin {
       batching: { maxInFlight: options.enqueueBatchInFlight, maxBatch: 1_000 },
       errorMessages: options.logErrorMessages,
     });
-    this.maintenance = new JobMaintenance(database, this.events);
+    engine.attach(this.enqueuer);
+    // Kinds with a retention of their own (pipeline steps keep their jobs and logs as long as their runs).
+    this.maintenance = new JobMaintenance(database, this.events, new Map(registry.all().filter((d) => d.retention).map((d) => [d.kind, d.retention!])));
     // Built now so duplicate schedule names and unknown kinds fail at construction.
     this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: all.schedules, events: this.events, actor: options.actor });
     watchdog?.bind({ enqueuer: this.enqueuer, logger: this.logger });
@@ -219,6 +242,7 @@ export class Nightshift extends JobAdmin {
     this.state = 'starting';
     try {
       const o = this.options;
+      const plan = this.planRoles();
       this.host = new Host(
         {
           database: this.database,
@@ -228,13 +252,13 @@ export class Nightshift extends JobAdmin {
           events: this.events,
           logger: this.logger,
           options: o,
-          daemons: o.daemons,
+          daemons: plan.daemons.includes(PIPELINE_SWEEP_DAEMON) ? [...o.daemons, this.engine.daemon()] : o.daemons,
           schedules: o.schedules,
           consumers: o.consumers,
           // After the environment check: a process that delivers notifications needs complete notifiers.
           preflight: (plan) => assertNotifiersComplete(this.watchdog, plan),
         },
-        this.planRoles(),
+        plan,
       );
       await this.host.start();
       this.state = 'running';
@@ -313,7 +337,8 @@ export class Nightshift extends JobAdmin {
 
   /** What this process hosts for its roles (validated: an unknown role throws NS_UNKNOWN_ROLE). */
   planRoles(): RolePlan {
-    this.plan_ ??= planRoles(
+    if (this.plan_) return this.plan_;
+    this.plan_ = planRoles(
       {
         jobs: this.registry.all().map((d) => ({ kind: d.kind, queue: d.queue, requiredEnv: d.requiredEnv ?? [] })),
         schedules: this.options.schedules.map((sc) => sc.name),
@@ -325,6 +350,9 @@ export class Nightshift extends JobAdmin {
       this.options.roles,
       this.options.activeRoles,
     );
+    // The pipeline sweep runs (elected) among processes that run maintenance and host a pipeline step.
+    const kinds = new Set(this.engine.kinds());
+    if (this.options.maintenance && this.plan_.kinds.some((k) => kinds.has(k))) this.plan_.daemons.push(PIPELINE_SWEEP_DAEMON);
     return this.plan_;
   }
 

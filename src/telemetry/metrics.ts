@@ -51,6 +51,13 @@ export class NightshiftMetrics {
     const scheduleSkipped = new Counter({ name: `${p}schedule_ticks_skipped_total`, help: 'Ticks skipped (overlap or catch-up).', labelNames: ['schedule', 'reason'], registers: [registry] });
     const listenerLost = new Counter({ name: `${p}listener_disconnects_total`, help: 'Times the LISTEN connection was lost.', registers: [registry] });
     const errors = new Counter({ name: `${p}worker_errors_total`, help: 'Errors outside jobs (claims, heartbeats, maintenance).', labelNames: ['where'], registers: [registry] });
+    // Pipelines: labels are the pipeline, step and state (never a key). Step attempts are the job
+    // metrics above, with kind="pipeline:<pipeline>:<step>".
+    const runsStarted = new Counter({ name: `${p}pipeline_runs_started_total`, help: 'Pipeline runs started (dry runs included).', labelNames: ['pipeline'], registers: [registry] });
+    const runsFinished = new Counter({ name: `${p}pipeline_runs_finished_total`, help: 'Pipeline runs that ended, by state (succeeded, failed, cancelled).', labelNames: ['pipeline', 'state'], registers: [registry] });
+    const stepsFinished = new Counter({ name: `${p}pipeline_steps_finished_total`, help: 'Pipeline steps and fan-out items that ended, by state.', labelNames: ['pipeline', 'step', 'state'], registers: [registry] });
+    const runsHeld = new Counter({ name: `${p}pipeline_runs_held_total`, help: 'Pipeline runs held because a due step has no handler in any live process.', labelNames: ['pipeline'], registers: [registry] });
+    const deadlines = new Counter({ name: `${p}pipeline_deadlines_missed_total`, help: 'Pipeline runs still open past their deadline (each counted once).', labelNames: ['pipeline'], registers: [registry] });
     new Gauge({
       name: `${p}queue_jobs`,
       help: 'Jobs per queue and state (scheduled: available with a future run time).',
@@ -178,6 +185,21 @@ export class NightshiftMetrics {
         case 'alert.reminded':
         case 'alert.resolved':
           alertChanges.inc({ check: e.check, event: { 'alert.opened': 'opened', 'alert.changed': 'changed', 'alert.reminded': 'reminder', 'alert.resolved': 'resolved' }[e.type] });
+          break;
+        case 'pipeline.started':
+          runsStarted.inc({ pipeline: e.pipeline });
+          break;
+        case 'pipeline.finished':
+          runsFinished.inc({ pipeline: e.pipeline, state: e.state });
+          break;
+        case 'pipeline.step-finished':
+          stepsFinished.inc({ pipeline: e.pipeline, step: e.step, state: e.state });
+          break;
+        case 'pipeline.held':
+          runsHeld.inc({ pipeline: e.pipeline });
+          break;
+        case 'pipeline.deadline-missed':
+          deadlines.inc({ pipeline: e.pipeline });
           break;
         default:
           break;
