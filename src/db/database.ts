@@ -5,6 +5,7 @@ import { JobLogQueries } from './job-logs.js';
 import { JobMaintenanceQueries } from './jobs-maintenance.js';
 import { JobRunQueries } from './jobs-run.js';
 import { LeaseQueries } from './leases.js';
+import { LimitQueries } from './limits.js';
 import { assertMigrated, migrate, type MigrateResult } from './migrator.js';
 import type { PoolHandle } from './pool.js';
 import { ProcessQueries } from './processes.js';
@@ -34,6 +35,8 @@ export class Database {
   /** Queues (pause, counts), kinds, settings and the audit log. */
   readonly queues: QueueQueries;
   readonly leases: LeaseQueries;
+  /** Flow control: the limited claim, the limits' registration, and their use for operators. */
+  readonly limits: LimitQueries;
   readonly schedules: ScheduleQueries;
   readonly processes: ProcessQueries;
   readonly jobLogs: JobLogQueries;
@@ -63,6 +66,7 @@ export class Database {
     this.maintenance = new JobMaintenanceQueries(db, set, this.channels.jobs);
     this.queues = new QueueQueries(db, set, this.channels.control);
     this.leases = new LeaseQueries(db, set);
+    this.limits = new LimitQueries(db, set);
     this.schedules = new ScheduleQueries(db, set);
     this.processes = new ProcessQueries(db, set);
     this.jobLogs = new JobLogQueries(db, set);

@@ -5,6 +5,7 @@ import type { JobControl } from './job-control.js';
 import { isPayloadSchema, type PayloadSchema, type SchemaInput, type SchemaOutput } from './standard-schema.js';
 import type { EnqueueOptions, EnqueueResult } from './enqueue-options.js';
 import { nameProblem } from './names.js';
+import { resolveLimits, type ConcurrencyLimit, type OneOrMany, type RateLimit, type ResolvedLimit } from './limits.js';
 
 /** Delivery guarantee of a kind. */
 export type Delivery = 'at-least-once' | 'at-most-once';
@@ -101,6 +102,14 @@ export interface JobOptions<S extends PayloadSchema> {
    * the caller's.
    */
   onResolve?: (resolution: ResolveInfo<SchemaOutput<S>>, tx: Executor) => Promise<void> | void;
+  /**
+   * At most `limit` jobs of this kind running at once across the fleet; with `key`, per key
+   * (`{ limit: 1, key: (p) => p.coupleId }`). A list applies every limit (per key and in total).
+   * Enforced in the claim, counted from the leases really held (docs/flow-control.md). Default: none.
+   */
+  concurrency?: OneOrMany<ConcurrencyLimit<SchemaOutput<S>>>;
+  /** At most `limit` starts per `per` ms across the fleet, globally or per key; a list applies each. Default: none. */
+  rateLimit?: OneOrMany<RateLimit<SchemaOutput<S>>>;
 }
 
 /** What `onResolve` learns about the resolve. */
@@ -129,9 +138,11 @@ export interface JobDefinition<S extends PayloadSchema = PayloadSchema> {
   readonly requiredEnv: readonly string[];
   readonly dedupeScope: DedupeScope;
   readonly onResolve: ((resolution: ResolveInfo<SchemaOutput<S>>, tx: Executor) => Promise<void> | void) | undefined;
+  /** The kind's fleet-wide limits (concurrency, then rate), with their stable names; empty when none. */
+  readonly limits: readonly ResolvedLimit[];
 }
 
-const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery', 'requiredEnv', 'dedupeScope', 'onResolve'];
+const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery', 'requiredEnv', 'dedupeScope', 'onResolve', 'concurrency', 'rateLimit'];
 
 /** Environment variable names: letters, digits and _, not starting with a digit. */
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -196,6 +207,7 @@ export function defineJob<S extends PayloadSchema>(options: JobOptions<S>): JobD
   }
   if (o.onResolve !== undefined && typeof o.onResolve !== 'function') issues.push({ path: 'onResolve', message: 'must be a function (resolution, tx) => …' });
   issues.push(...requiredEnvProblems(o.requiredEnv, 'requiredEnv'));
+  const limits = resolveLimits(`kind:${String(o.kind)}`, o, issues);
   const label = typeof o.kind === 'string' ? `job "${o.kind}"` : 'job definition';
   if (issues.length) throw new ConfigError(label, issues);
   return Object.freeze({
@@ -211,6 +223,7 @@ export function defineJob<S extends PayloadSchema>(options: JobOptions<S>): JobD
     requiredEnv: Object.freeze([...(options.requiredEnv ?? [])]),
     dedupeScope: typeof options.dedupeScope === 'object' ? Object.freeze({ withinMs: options.dedupeScope.withinMs }) : (options.dedupeScope ?? 'pending'),
     onResolve: options.onResolve,
+    limits: Object.freeze(limits),
   });
 }
 

@@ -30,6 +30,7 @@ import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type Sched
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
 import { connectionBudget, poolSize, type BudgetReport } from './budget.js';
 import type { ProcessRecord } from '../db/processes.js';
+import type { JobLimitState, LimitRecord } from '../db/limits.js';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -84,6 +85,16 @@ export class Nightshift extends JobAdmin {
     this.maintenance = new JobMaintenance(database, this.events);
     // Built now so duplicate schedule names and unknown kinds fail at construction.
     this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: options.schedules, events: this.events, actor: options.actor });
+  }
+
+  /** Every fleet-wide limit (docs/flow-control.md) with its use now: slots in use, keys at their limit, due jobs waiting, the busiest keys. */
+  listLimits(): Promise<LimitRecord[]> {
+    return this.database.limits.list();
+  }
+
+  /** The limits a job holds or waits for, each with its key's use now (`full`: a due job of it waits for that limit, not stuck). */
+  jobLimits(id: string): Promise<JobLimitState[]> {
+    return this.database.limits.forJob(id);
   }
 
   /** Schedules with their timing, next runs, last tick and its job's outcome. */

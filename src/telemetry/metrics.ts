@@ -104,6 +104,12 @@ export class NightshiftMetrics {
         if (proven !== undefined) this.set(proven ? 1 : 0);
       },
     });
+    const limited = new Gauge({
+      name: `${p}jobs_limited`,
+      help: 'Due jobs the last claim of this process passed over because a fleet-wide limit (concurrency or rate) was full: waiting for a limit, not stuck.',
+      labelNames: ['queue'],
+      registers: [registry],
+    });
     this.unsubscribe = events.on((e) => {
       switch (e.type) {
         case 'job.enqueued':
@@ -152,6 +158,9 @@ export class NightshiftMetrics {
           break;
         case 'listener.lost':
           listenerLost.inc();
+          break;
+        case 'worker.limited':
+          limited.set({ queue: e.queue }, e.waiting);
           break;
         case 'worker.error':
           errors.inc({ where: e.where.split(' ')[0] ?? 'unknown' });
