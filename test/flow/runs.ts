@@ -10,8 +10,10 @@ export interface LimitRun {
   claimedAt: number;
   start: number;
   /**
-   * When the run ended, or for a run whose process was killed, when its lease was rescued (its
-   * slot was held until then); Infinity if neither happened.
+   * When the run ended, or for a run that recorded no end (its process was killed, or its
+   * database connection lost), when its attempt was ended for it (the next entry of the job's
+   * error history: its lease rescued, or the attempt failed) — its slot was held until then;
+   * Infinity if neither happened.
    */
   end: number;
   /** The process died during the run (no end recorded). */
@@ -25,7 +27,7 @@ export async function limitRuns(sql: pg.Pool, schema: string, kind?: string): Pr
             extract(epoch FROM r.claimed_at) * 1000 AS claimed, extract(epoch FROM r.started_at) * 1000 AS started,
             extract(epoch FROM coalesce(r.ended_at, (
               SELECT min((e->>'at')::timestamptz) FROM "${schema}".jobs j, jsonb_array_elements(coalesce(j.errors, '[]')) e
-              WHERE j.id = r.job_id AND e->>'kind' = 'lease-expired' AND (e->>'at')::timestamptz > r.started_at))) * 1000 AS ended,
+              WHERE j.id = r.job_id AND (e->>'at')::timestamptz > r.started_at))) * 1000 AS ended,
             r.ended_at IS NULL AS killed
      FROM "${schema}".limit_runs r WHERE $1::text IS NULL OR r.kind = $1`,
     [kind ?? null],
