@@ -102,7 +102,7 @@ WHERE j.lease_expires_at IS NOT NULL AND j.state = 'running' AND j.limit_keys IS
   AND l.name = ${NAMEPART('e.k')} AND l.type = 'concurrency' AND ($1::text[] IS NULL OR l.name = ANY ($1))
 GROUP BY 1, 2
 UNION ALL
-SELECT w.name, w.key, (SELECT count(*)::int FROM unnest(w.starts) st WHERE st > now() - l.per_ms * interval '1 millisecond')
+SELECT w.name, w.key, (SELECT coalesce(sum(x.c), 0)::int FROM unnest(w.starts, w.counts) x(s, c) WHERE x.s > now() - l.per_ms * interval '1 millisecond')
 FROM ${s}.limit_windows w JOIN ${s}.limits l ON l.name = w.name AND l.type = 'rate'
 WHERE ($1::text[] IS NULL OR w.name = ANY ($1))`,
     ),

@@ -9,6 +9,8 @@ export interface LimitPlan {
   defaults: Record<string, string[]>;
   /** The queue's own limits. */
   queueKeys: string[];
+  /** Whether a rate limit is among them (its window counts a start at the claim: nothing is claimed ahead). */
+  rate: boolean;
 }
 
 /**
@@ -18,14 +20,16 @@ export interface LimitPlan {
  */
 export function limitPlan(kinds: readonly JobDefinition[], queueLimits: readonly ResolvedLimit[]): LimitPlan | undefined {
   const names = new Set<string>();
+  let rate = queueLimits.some((l) => l.type === 'rate');
   const defaults: Record<string, string[]> = {};
   for (const def of kinds) {
     const limits = def.limits ?? [];
     if (limits.length === 0) continue;
     for (const l of limits) names.add(l.name);
+    rate ||= limits.some((l) => l.type === 'rate');
     defaults[def.kind] = defaultKeys(limits);
   }
   for (const l of queueLimits) names.add(l.name);
   if (names.size === 0) return undefined;
-  return { names: [...names].sort(), defaults, queueKeys: queueLimits.map((l) => l.name) };
+  return { names: [...names].sort(), defaults, queueKeys: queueLimits.map((l) => l.name), rate };
 }

@@ -24,8 +24,8 @@ export interface FetcherOptions extends ServiceOptions {
   local: Slots;
   host: FetcherHost;
   /**
-   * The fleet-wide limits of what this queue claims: claimed through the limited claim, and never
-   * ahead of free slots (a held job holds its limits' slots while it waits). Undefined: the plain claim.
+   * The fleet-wide limits of what this queue claims: claimed through the limited claim, ahead of
+   * free slots only as retarget() allows. Undefined: the plain claim.
    */
   limits?: LimitPlan;
 }
@@ -222,7 +222,12 @@ export class QueueFetcher extends BaseService {
     }
     this.starts = 0;
     this.lastClaimAt = at;
-    this.target = this.o.limits ? 0 : Math.min(this.o.prefetch, Math.ceil(this.rate * this.claimMs * HOLD_ROUND_TRIPS));
+    // A limited queue claims ahead only under concurrency limits that held nothing back at the last
+    // claim: a held job is running for the limits (exact, never over), but it keeps a slot while
+    // it waits for one of this process, which a scarce limit cannot spare. Never under a rate
+    // limit: its window counts a start at the claim, and a held job would start later.
+    const ahead = !this.o.limits || (!this.o.limits.rate && !this.wasLimited);
+    this.target = ahead ? Math.min(this.o.prefetch, Math.ceil(this.rate * this.claimMs * HOLD_ROUND_TRIPS)) : 0;
   }
 
   private waitForNeed(): Promise<void> {

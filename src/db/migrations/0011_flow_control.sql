@@ -21,14 +21,16 @@ CREATE TABLE limits (
   CONSTRAINT limits_rate_has_window CHECK ((type = 'rate') = (per_ms IS NOT NULL))
 );
 
--- The starts of a rate limit's key within its window (a sliding log, at most `max` entries, the
--- claim's clock_timestamp() under the limit's lock, so they are in order). full_until: while the
--- window is full, when its oldest start leaves it; the claim skips jobs of full keys through the
--- index below without reading their windows.
+-- The starts of a rate limit's key within its window: a sliding log, one entry per claim (its
+-- clock_timestamp() under the limit's lock, so entries are in order) with the number of jobs it
+-- started, so the row grows with the claims in a window, not with the jobs. full_until: while
+-- the window is full, when enough of it leaves for a start; the claim skips jobs of full keys
+-- through the index below without reading their windows.
 CREATE TABLE limit_windows (
   name       text          NOT NULL,
   key        text          NOT NULL,
   starts     timestamptz[] NOT NULL,
+  counts     integer[]     NOT NULL,
   full_until timestamptz,
   PRIMARY KEY (name, key)
 );
@@ -108,7 +110,7 @@ DECLARE
   used jsonb := '{}';      -- key -> slots in use: running jobs (concurrency), starts in the window (rate), with this claim's
   oldest jsonb := '{}';    -- rate key -> epoch ms of the oldest start in its window
   took jsonb := '{}';      -- rate key -> jobs this claim starts under it
-  effs jsonb := '{}';      -- job id -> its keys
+  effs jsonb := '{}';      -- job id -> its keys, for the jobs whose stored keys change
   full_keys text[] := '{}';
   keys text[];
   taken bigint[] := '{}';
@@ -159,52 +161,92 @@ BEGIN
     RETURN;
   END IF;
 
-  FOR r IN SELECT j.id, j.kind, j.expires_at, j.limit_keys AS keys FROM jobs j
-           WHERE j.state = 'available' AND j.queue = p_queue AND j.run_at <= now() AND j.kind = ANY (p_kinds)
-             AND (j.limit_keys IS NULL OR NOT j.limit_keys && full_keys)
-           ORDER BY j.priority, j.run_at, j.id
-           LIMIT greatest(p_limit * 20, 1000) LOOP
-    IF r.expires_at IS NOT NULL AND r.expires_at <= now() THEN
-      expired := expired || r.id;
-      EXIT WHEN cardinality(taken) + cardinality(expired) >= p_limit;
-      CONTINUE;
-    END IF;
-    keys := ARRAY(SELECT DISTINCT e FROM unnest(coalesce(r.keys, ARRAY(SELECT jsonb_array_elements_text(p_defaults -> r.kind))) || p_queue_keys) e ORDER BY e);
-    ok := true;
-    FOREACH k IN ARRAY keys LOOP
-      nm := split_part(k, '#', 1);
-      CONTINUE WHEN NOT maxes ? nm;
-      IF pers ? nm AND NOT used ? k THEN
-        SELECT count(*)::integer, min(s) INTO cnt, first_at
-        FROM limit_windows w, unnest(w.starts) s
-        WHERE w.name = nm AND w.key = substr(k, length(nm) + 2) AND s > t - (pers ->> nm)::bigint * interval '1 millisecond';
-        used := used || jsonb_build_object(k, cnt);
-        oldest := oldest || jsonb_build_object(k, extract(epoch FROM coalesce(first_at, t)) * 1000);
+  -- Fast path, the common case of limits that are not hit: when the first p_limit due jobs all
+  -- fit (no limit would pass one over), take them with one set-based statement instead of the
+  -- job-by-job loop below. Same jobs, same order, same slots as the loop would take.
+  WITH c AS (
+    -- keys: as stored, else the kind's defaults, then the queue's (a retried job may carry them already).
+    SELECT j.id, j.priority, j.run_at, j.expires_at IS NOT NULL AND j.expires_at <= now() AS exp,
+           j.limit_keys IS NULL OR cardinality(p_queue_keys) > 0 AS rewrite,
+           coalesce(j.limit_keys, ARRAY(SELECT jsonb_array_elements_text(p_defaults -> j.kind))) || p_queue_keys AS keys
+    FROM jobs j
+    WHERE j.state = 'available' AND j.queue = p_queue AND j.run_at <= now() AND j.kind = ANY (p_kinds)
+      AND (j.limit_keys IS NULL OR NOT j.limit_keys && full_keys)
+    ORDER BY j.priority, j.run_at, j.id
+    LIMIT p_limit
+  ), need AS (
+    SELECT e.k, split_part(e.k, '#', 1) AS nm, count(DISTINCT c.id)::integer AS n
+    FROM c, unnest(c.keys) e(k)
+    WHERE NOT c.exp AND maxes ? split_part(e.k, '#', 1)
+    GROUP BY e.k
+  )
+  SELECT NOT EXISTS (
+           SELECT 1 FROM need
+           WHERE need.n + CASE WHEN pers ? need.nm THEN (
+               SELECT coalesce(sum(x.c), 0)::integer FROM limit_windows w, unnest(w.starts, w.counts) x(s, c)
+               WHERE w.name = need.nm AND w.key = substr(need.k, length(need.nm) + 2)
+                 AND x.s > t - (pers ->> need.nm)::bigint * interval '1 millisecond')
+             ELSE coalesce((used ->> need.k)::integer, 0) END > (maxes ->> need.nm)::integer),
+         coalesce((SELECT array_agg(c.id ORDER BY c.priority, c.run_at, c.id) FROM c WHERE NOT c.exp), '{}'),
+         coalesce((SELECT array_agg(c.id ORDER BY c.priority, c.run_at, c.id) FROM c WHERE c.exp), '{}'),
+         -- Only the jobs whose stored keys change (see the UPDATE below).
+         coalesce((SELECT jsonb_object_agg(c.id::text, (SELECT jsonb_agg(DISTINCT e ORDER BY e) FROM unnest(c.keys) e)) FROM c WHERE NOT c.exp AND c.rewrite), '{}'),
+         coalesce((SELECT jsonb_object_agg(need.k, need.n) FROM need WHERE pers ? need.nm), '{}')
+  INTO ok, taken, expired, effs, took;
+
+  -- Some limit would pass a job over: job by job, in claim order.
+  IF NOT ok THEN
+    taken := '{}';
+    expired := '{}';
+    effs := '{}';
+    took := '{}';
+    FOR r IN SELECT j.id, j.kind, j.expires_at, j.limit_keys AS keys FROM jobs j
+             WHERE j.state = 'available' AND j.queue = p_queue AND j.run_at <= now() AND j.kind = ANY (p_kinds)
+               AND (j.limit_keys IS NULL OR NOT j.limit_keys && full_keys)
+             ORDER BY j.priority, j.run_at, j.id
+             LIMIT greatest(p_limit * 20, 1000) LOOP
+      IF r.expires_at IS NOT NULL AND r.expires_at <= now() THEN
+        expired := expired || r.id;
+        EXIT WHEN cardinality(taken) + cardinality(expired) >= p_limit;
+        CONTINUE;
       END IF;
-      IF coalesce((used ->> k)::integer, 0) >= (maxes ->> nm)::integer THEN
-        ok := false;
-        IF pers ? nm THEN
-          v_wake := least(v_wake, (oldest ->> k)::float8 + (pers ->> nm)::float8 - extract(epoch FROM t) * 1000);
+      keys := ARRAY(SELECT DISTINCT e FROM unnest(coalesce(r.keys, ARRAY(SELECT jsonb_array_elements_text(p_defaults -> r.kind))) || p_queue_keys) e ORDER BY e);
+      ok := true;
+      FOREACH k IN ARRAY keys LOOP
+        nm := split_part(k, '#', 1);
+        CONTINUE WHEN NOT maxes ? nm;
+        IF pers ? nm AND NOT used ? k THEN
+          SELECT coalesce(sum(x.c), 0)::integer, min(x.s) INTO cnt, first_at
+          FROM limit_windows w, unnest(w.starts, w.counts) x(s, c)
+          WHERE w.name = nm AND w.key = substr(k, length(nm) + 2) AND x.s > t - (pers ->> nm)::bigint * interval '1 millisecond';
+          used := used || jsonb_build_object(k, cnt);
+          oldest := oldest || jsonb_build_object(k, extract(epoch FROM coalesce(first_at, t)) * 1000);
         END IF;
+        IF coalesce((used ->> k)::integer, 0) >= (maxes ->> nm)::integer THEN
+          ok := false;
+          IF pers ? nm THEN
+            v_wake := least(v_wake, (oldest ->> k)::float8 + (pers ->> nm)::float8 - extract(epoch FROM t) * 1000);
+          END IF;
+        END IF;
+      END LOOP;
+      IF NOT ok THEN
+        v_limited := v_limited + 1;
+        CONTINUE;
       END IF;
+      FOREACH k IN ARRAY keys LOOP
+        nm := split_part(k, '#', 1);
+        CONTINUE WHEN NOT maxes ? nm;
+        used := jsonb_set(used, ARRAY[k], to_jsonb(coalesce((used ->> k)::integer, 0) + 1));
+        IF pers ? nm THEN
+          took := jsonb_set(took, ARRAY[k], to_jsonb(coalesce((took ->> k)::integer, 0) + 1));
+          IF NOT oldest ? k OR (oldest ->> k) IS NULL THEN oldest := oldest || jsonb_build_object(k, extract(epoch FROM t) * 1000); END IF;
+        END IF;
+      END LOOP;
+      taken := taken || r.id;
+      IF r.keys IS NULL OR cardinality(p_queue_keys) > 0 THEN effs := effs || jsonb_build_object(r.id::text, to_jsonb(keys)); END IF;
+      EXIT WHEN cardinality(taken) + cardinality(expired) >= p_limit;
     END LOOP;
-    IF NOT ok THEN
-      v_limited := v_limited + 1;
-      CONTINUE;
-    END IF;
-    FOREACH k IN ARRAY keys LOOP
-      nm := split_part(k, '#', 1);
-      CONTINUE WHEN NOT maxes ? nm;
-      used := jsonb_set(used, ARRAY[k], to_jsonb(coalesce((used ->> k)::integer, 0) + 1));
-      IF pers ? nm THEN
-        took := jsonb_set(took, ARRAY[k], to_jsonb(coalesce((took ->> k)::integer, 0) + 1));
-        IF NOT oldest ? k OR (oldest ->> k) IS NULL THEN oldest := oldest || jsonb_build_object(k, extract(epoch FROM t) * 1000); END IF;
-      END IF;
-    END LOOP;
-    taken := taken || r.id;
-    effs := effs || jsonb_build_object(r.id::text, to_jsonb(keys));
-    EXIT WHEN cardinality(taken) + cardinality(expired) >= p_limit;
-  END LOOP;
+  END IF;
 
   -- Due jobs the scan passed over for a full key (bounded: an indication for the operator and the
   -- worker, not an exact backlog).
@@ -217,12 +259,17 @@ BEGIN
   -- This claim's starts join their windows; starts that left the window are dropped.
   FOR r IN SELECT e.key AS k, e.value::integer AS n FROM jsonb_each_text(took) e LOOP
     nm := split_part(r.k, '#', 1);
-    INSERT INTO limit_windows AS w (name, key, starts)
-    VALUES (nm, substr(r.k, length(nm) + 2), array_fill(t, ARRAY[r.n]))
+    INSERT INTO limit_windows AS w (name, key, starts, counts)
+    VALUES (nm, substr(r.k, length(nm) + 2), ARRAY[t], ARRAY[r.n])
     ON CONFLICT (name, key) DO UPDATE SET
-      starts = ARRAY(SELECT s FROM unnest(w.starts) s WHERE s > t - (pers ->> nm)::bigint * interval '1 millisecond' ORDER BY s) || EXCLUDED.starts;
-    UPDATE limit_windows w SET full_until = CASE WHEN cardinality(w.starts) >= (maxes ->> nm)::integer
-        THEN w.starts[cardinality(w.starts) - (maxes ->> nm)::integer + 1] + (pers ->> nm)::bigint * interval '1 millisecond' END
+      starts = ARRAY(SELECT x.s FROM unnest(w.starts, w.counts) x(s, c) WHERE x.s > t - (pers ->> nm)::bigint * interval '1 millisecond' ORDER BY x.s) || t,
+      counts = ARRAY(SELECT x.c FROM unnest(w.starts, w.counts) x(s, c) WHERE x.s > t - (pers ->> nm)::bigint * interval '1 millisecond' ORDER BY x.s) || r.n;
+    -- Full: when the oldest entries have left so that fewer than max starts remain.
+    UPDATE limit_windows w SET full_until = (
+      SELECT min(x.s) + (pers ->> nm)::bigint * interval '1 millisecond'
+      FROM (SELECT u.s, sum(u.c) OVER (ORDER BY u.s ROWS UNBOUNDED PRECEDING) AS cum, sum(u.c) OVER () AS total
+            FROM unnest(w.starts, w.counts) u(s, c)) x
+      WHERE x.total >= (maxes ->> nm)::integer AND x.total - x.cum < (maxes ->> nm)::integer)
     WHERE w.name = nm AND w.key = substr(r.k, length(nm) + 2);
   END LOOP;
 
@@ -234,7 +281,9 @@ BEGIN
     lease_owner = p_owner,
     lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
     started_at = CASE WHEN j.at_most_once THEN NULL WHEN j.id = ANY (taken[1:p_start_now]) THEN t END,
-    limit_keys = nullif(ARRAY(SELECT jsonb_array_elements_text(effs -> j.id::text)), '{}')
+    -- The keys it holds while it runs, when they are not the stored ones (a job without keys, a
+    -- queue's limits): what the slot counts and the operator's views read.
+    limit_keys = CASE WHEN effs ? j.id::text THEN nullif(ARRAY(SELECT jsonb_array_elements_text(effs -> j.id::text)), '{}') ELSE j.limit_keys END
   WHERE j.id = ANY (taken) AND j.state = 'available'
   RETURNING j.id::text, j.kind, j.queue, j.state::text, j.payload, j.attempt, j.max_attempts, j.at_most_once,
             j.lease_token::text, j.trace_context, (extract(epoch FROM now() - j.run_at) * 1000)::float8, j.priority::integer,
