@@ -175,9 +175,18 @@ RETURNING id::text`,
     // The fence of a handler's own transaction (ctx.transaction): run inside it just before COMMIT.
     // FOR UPDATE keeps a rescue or a cancel from changing the job until the transaction ends, so
     // its writes commit only while this attempt holds the lease.
-    fence: set.named<{ held: number }, [id: string, token: string]>(
-      'job_fence',
-      (s) => `SELECT 1 AS held FROM ${s}.jobs WHERE id = $1 AND lease_token = $2 AND state = 'running' FOR UPDATE`,
+    fence: set.named<{ held: number }, [id: string, token: string]>('job_fence', (s) => `SELECT 1 AS held FROM ${s}.jobs WHERE id = $1 AND lease_token = $2 AND state = 'running' FOR UPDATE`),
+    // When the next job of a queue is due, after a claim found none due: the first jobs of the
+    // queue in claim order (served by jobs_claim; with nothing due, they are the future ones), so
+    // a worker whose listener just (re)connected — and missed the notifications that carry due
+    // times — still claims a delayed job when it is due. Exact for a queue of one priority; with
+    // several, a lower-priority job due sooner may be found by the poll instead.
+    nextDue: set.named<{ due_in_ms: number | null }, [queue: string, kinds: readonly string[]]>(
+      'job_next_due',
+      (s) => `SELECT (extract(epoch FROM min(f.run_at) - now()) * 1000)::float8 AS due_in_ms FROM (
+  SELECT run_at FROM ${s}.jobs WHERE state = 'available' AND queue = $1 AND kind = ANY($2::text[])
+  ORDER BY priority, run_at, id LIMIT 100
+) f WHERE f.run_at > now()`,
     ),
     // The latest progress a handler reported (ctx.progress), fenced like every write of the attempt.
     progress: set.named<IdRow, [id: string, token: string, json: string]>(
@@ -325,6 +334,12 @@ export class JobRunQueries {
     return (await run(p.tx, this.statements.fence, [p.id, p.token])).length === 1;
   }
 
+  /** Milliseconds until the next job of `queue` is due (see the statement), or null when none is known. */
+  async nextDue(p: { queue: string; kinds: readonly string[] }): Promise<number | null> {
+    const [row] = await run(this.db, this.statements.nextDue, [p.queue, p.kinds]);
+    return row?.due_in_ms ?? null;
+  }
+
   /** Stores the handler's latest progress (JSON text); false when the lease was no longer held. */
   async progress(p: { id: string; token: string; json: string }): Promise<boolean> {
     return (await run(this.db, this.statements.progress, [p.id, p.token, p.json])).length === 1;
@@ -338,12 +353,6 @@ export class JobRunQueries {
 
   /** Hands jobs back at shutdown and wakes other workers; returns each job's new state. */
   release(rows: readonly ReleaseRow[]): Promise<{ id: string; state: string }[]> {
-    return runReleasingKeys(this.db, this.statements.release, [
-      rows.map((r) => r.id),
-      rows.map((r) => r.token),
-      rows.map((r) => r.started),
-      rows.map((r) => JSON.stringify(r.error)),
-      this.jobsChannel,
-    ]);
+    return runReleasingKeys(this.db, this.statements.release, [rows.map((r) => r.id), rows.map((r) => r.token), rows.map((r) => r.started), rows.map((r) => JSON.stringify(r.error)), this.jobsChannel]);
   }
 }

@@ -99,10 +99,24 @@ export class Listener extends BaseService {
     this.healthTimer = undefined;
     this.proofer?.reset();
     this.listening = false;
-    await this.connecting?.catch(() => undefined);
+    // Bounded: a connection attempt or a graceful end on a silently cut link may never finish
+    // (found by the model-based test: stop() hung, and the process never exited).
+    await within(
+      this.connecting?.catch(() => undefined),
+      STOP_WAIT_MS,
+    );
     const client = this.client;
     this.client = undefined;
-    if (client) await client.end().catch(() => undefined);
+    if (client) {
+      const ended = await within(
+        client.end().then(
+          () => true,
+          () => true,
+        ),
+        STOP_WAIT_MS,
+      );
+      if (!ended) destroySocket(client);
+    }
   }
 
   /** Kills the current connection as if the network dropped it (used by fault tests and probes). */
@@ -216,8 +230,7 @@ export class Listener extends BaseService {
     this.healthTimer = undefined;
     client.removeAllListeners('end');
     // Destroy the socket outright: a silently cut link may never finish a graceful end.
-    const socket = (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
-    socket?.destroy();
+    destroySocket(client);
     client.end().catch(() => undefined);
     if (!this.live) return;
     this.events.onLost(error);
@@ -230,5 +243,24 @@ export class Listener extends BaseService {
     this.attempts++;
     this.clock.clearTimeout(this.reconnectTimer);
     this.reconnectTimer = this.clock.setTimeout(() => void this.connect(), delay * (0.5 + Math.random() / 2), { unref: true });
+  }
+}
+
+/** How long stop() waits for a connection attempt or a graceful end before cutting the socket. */
+const STOP_WAIT_MS = 2_000;
+
+/** Cuts a client's socket at once (pg keeps it on `connection.stream`). */
+function destroySocket(client: pg.Client): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
+
+/** Waits for `p` at most `ms`; resolves with its value, or undefined when it took longer. */
+async function within<T>(p: Promise<T> | undefined, ms: number): Promise<T | undefined> {
+  if (!p) return undefined;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))]);
+  } finally {
+    clearTimeout(timer);
   }
 }

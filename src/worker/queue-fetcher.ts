@@ -89,6 +89,8 @@ export class QueueFetcher extends BaseService {
   private dueAt = 0;
   /** The last limited claim passed jobs over (so the next one that does not reports 0). */
   private wasLimited = false;
+  /** Learn the next due time after the next empty claim: at start (jobs delayed before this process started), and after the listener (re)connected. */
+  private probeDue = true;
   private readonly db: Database;
   private readonly global: Slots;
   private readonly local: Slots;
@@ -114,6 +116,12 @@ export class QueueFetcher extends BaseService {
 
   protected onStart(): void {
     this.loopDone = this.loop();
+  }
+
+  /** The listener (re)connected: claim now, and learn the next due time after the claim (see learnNextDue). */
+  reconnected(): void {
+    this.probeDue = true;
+    this.wake();
   }
 
   /** Claim now (a notification or reconnect said there may be work). */
@@ -325,7 +333,22 @@ export class QueueFetcher extends BaseService {
       // Jobs wait for a limit: a slot that frees notifies (the jobs_limit_freed trigger), a
       // window that opens has its wake-up (wakeIn); polling is only the fallback.
       if (limited > 0) this.idleMs = this.o.maxPollMs;
+      if (rows.length === 0 && this.probeDue) await this.learnNextDue();
       await this.sleep(this.idleMs);
+    }
+  }
+
+  /**
+   * After the listener (re)connected it may have missed the notifications that carry due times:
+   * once a claim finds nothing due, ask when the next job is (see `nextDue`) and wake then.
+   */
+  private async learnNextDue(): Promise<void> {
+    this.probeDue = false;
+    try {
+      const ms = await this.db.jobs.nextDue({ queue: this.o.queue, kinds: this.o.kinds });
+      if (ms !== null) this.wakeIn(ms);
+    } catch (err) {
+      this.host.onError(err);
     }
   }
 

@@ -193,7 +193,7 @@ export class Worker extends BaseService {
    * no queue, the listener reconnected.
    */
   wake(queue?: string, dueInMs?: number): void {
-    if (queue === undefined) for (const f of this.fetchers.values()) f.wake();
+    if (queue === undefined) for (const f of this.fetchers.values()) f.reconnected();
     else if (dueInMs !== undefined && dueInMs > 0) this.fetchers.get(queue)?.wakeIn(dueInMs);
     else this.fetchers.get(queue)?.wake();
   }

@@ -5,6 +5,10 @@
  *   --only 1,3         only the scenarios whose id starts with these
  *   --json <file>      also write the results as JSON
  *   FAULTS_SEED=<n>    replay the random choices of an earlier run
+ *   --model            run the model-based test instead (test/model/): generated scenarios, shrunk when one fails
+ *     --runs <n>       how many scenarios (default 20); with --short, the sizes npm test uses
+ *     --no-shrink      report the first failing scenario as it is
+ *     MODEL_SEED=<n> MODEL_PATH=<p>, MODEL_SCENARIO=<file>   replay (see docs/reliability.md)
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -14,6 +18,7 @@ import { Random, runSeed } from './harness/random.js';
 import { passed, runScenario, type ScenarioResult } from './harness/scenario.js';
 import { resultDetail, resultTable } from './harness/report.js';
 import { SCENARIOS } from './scenarios/index.js';
+import { runModel } from '../model/run-model.js';
 
 const args = process.argv.slice(2);
 const size = args.includes('--short') ? 'short' : 'full';
@@ -22,6 +27,12 @@ const only = args.includes('--only') && onlyArg ? onlyArg.split(',') : undefined
 const jsonArg = args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined;
 const seed = runSeed();
 const log = (line: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+
+if (args.includes('--model')) {
+  const runsArg = args.includes('--runs') ? Number(args[args.indexOf('--runs') + 1]) : 20;
+  process.exitCode = await runModel({ profile: size === 'short' ? 'short' : 'long', runs: runsArg, shrink: !args.includes('--no-shrink'), json: jsonArg, log });
+  process.exit();
+}
 
 log(`fault scenarios, ${size} size, seed ${seed} (FAULTS_SEED=${seed} replays it); ${cpus().length} cores, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 const server = await startEmbeddedPostgres({ flags: ['-c', 'fsync=off', '-c', 'full_page_writes=off'] });

@@ -57,7 +57,7 @@ function batcher(o: { insert: (rows: JobInsertRow[]) => Promise<JobInsertResult[
   return new InsertBatcher(o);
 }
 
-const connectionLost = () => new DatabaseError('database unavailable: connection terminated', undefined, new Error('ECONNRESET'));
+const connectionLost = () => new DatabaseError('database unavailable: connection terminated', undefined, new Error('ECONNRESET'), undefined, true);
 
 describe('InsertBatcher: which rows share a statement', () => {
   it('puts rows added in the same turn of the event loop into one statement, and routes each result to its caller', async () => {

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { createPostgres, createStandby, type PostgresServer } from '../../support/postgres-server.js';
-import { PgProxy } from './pg-proxy.js';
-import { until } from './scenario.js';
+import { TcpProxy } from '../../support/tcp-proxy.js';
+import { waitFor } from '../../support/wait.js';
 
 /** How commits wait for the standby. */
 export type ReplicationMode = 'async' | 'remote_apply';
@@ -37,7 +37,7 @@ export async function startReplicatedCluster(major: number, mode: ReplicationMod
   const sync = mode === 'remote_apply' ? ['-c', `synchronous_standby_names=${STANDBY_NAME}`, '-c', 'synchronous_commit=remote_apply'] : [];
   const primary = await createPostgres({ major, flags: [...flags, ...sync] });
   // The standby streams through a proxy, so the stream can be cut on the primary's side.
-  const replication = new PgProxy('127.0.0.1', primary.port);
+  const replication = new TcpProxy('127.0.0.1', primary.port);
   await replication.listen();
   let standby: PostgresServer | undefined;
   try {
@@ -50,13 +50,13 @@ export async function startReplicatedCluster(major: number, mode: ReplicationMod
     const admin = new pg.Client({ connectionString: primary.url });
     await admin.connect();
     try {
-      await until(
+      await waitFor(
         `the standby to stream${mode === 'remote_apply' ? ' as the synchronous standby' : ''}`,
         async () => {
           const { rows } = await admin.query<{ state: string; sync_state: string }>('SELECT state, sync_state FROM pg_stat_replication WHERE application_name = $1', [STANDBY_NAME]);
           return rows[0]?.state === 'streaming' && (mode === 'async' || rows[0].sync_state === 'sync');
         },
-        30_000,
+        { timeoutMs: 30_000 },
       );
     } finally {
       await admin.end();
@@ -80,11 +80,10 @@ export async function startReplicatedCluster(major: number, mode: ReplicationMod
       await c.connect();
       try {
         const { rows } = await c.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
-        await until(
+        await waitFor(
           'the standby to replay the primary’s WAL',
           async () => (await c.query<{ ok: boolean }>('SELECT replay_lsn >= $1::pg_lsn AS ok FROM pg_stat_replication WHERE application_name = $2', [rows[0]!.lsn, STANDBY_NAME])).rows[0]?.ok,
-          timeoutMs,
-          20,
+          { timeoutMs, everyMs: 20 },
         );
       } finally {
         await c.end();

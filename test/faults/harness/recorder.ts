@@ -28,7 +28,8 @@ export type FaultKind =
 /**
  * The record of a scenario, in the scenario's schema next to nightshift's tables: `effects` (one
  * row per execution of a job's handler, written by the handler itself in the same database, with
- * the database's clock), `refusals` (writes the runtime saw refused by a fencing token) and
+ * the database's clock; a handler may also note what it was told to do and, when it returns, its
+ * end and outcome — the model-based test does), `refusals` (writes the runtime saw refused by a fencing token) and
  * `fault_log` (every fault injected, written once the run is over). The checker joins them.
  */
 export class Recorder {
@@ -48,7 +49,8 @@ export class Recorder {
     await this.sql.query(`
       CREATE TABLE IF NOT EXISTS ${q}.effects (
         id bigserial PRIMARY KEY, job_id bigint NOT NULL, kind text NOT NULL, attempt int NOT NULL,
-        pid int NOT NULL, token bigint NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
+        pid int NOT NULL, token bigint NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        note text, ended_at timestamptz, outcome text);
       CREATE INDEX IF NOT EXISTS effects_job ON ${q}.effects (job_id, token);
       CREATE TABLE IF NOT EXISTS ${q}.refusals (
         id bigserial PRIMARY KEY, job_id bigint NOT NULL, token bigint NOT NULL, pid int NOT NULL,

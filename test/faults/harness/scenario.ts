@@ -2,7 +2,6 @@ import pg from 'pg';
 import type { EmbeddedPostgresHandle } from '../../../src/dev/embedded-postgres.js';
 import { createNightshift, type EnqueueOptions, type JobDefinition } from '../../../src/index.js';
 import { silentLogger } from '../../../src/telemetry/logger.js';
-import { waitFor } from '../../support/wait.js';
 import { effectJobs } from '../fixtures/effect-jobs.js';
 import type { Random } from './random.js';
 import { Recorder, type FaultKind } from './recorder.js';
@@ -110,14 +109,6 @@ export async function runScenario<P>(
 /** Whether every invariant held. */
 export function passed(result: ScenarioResult): boolean {
   return result.invariants.every((i) => i.holds);
-}
-
-/**
- * The suite's polling helper with positional bounds.
- * @deprecated use `waitFor` from test/support/wait.ts (kept for code written against this name).
- */
-export function until<T>(what: string, condition: () => Promise<T> | T, timeoutMs: number, everyMs = 100): Promise<NonNullable<T>> {
-  return waitFor(what, condition, { timeoutMs, everyMs });
 }
 
 /** Enqueues jobs of an effect kind from the harness (a client that only enqueues), in chunks. */
