@@ -2,6 +2,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob, defineQueue, type Nightshift } from '../../src/index.js';
+import { cliInProcess } from '../cli/in-process.js';
 import { useTestDatabase } from '../support/db.js';
 import { nextEvent, waitFor } from '../support/wait.js';
 
@@ -31,7 +32,7 @@ async function state(id: string): Promise<string> {
 const payload = z.object({ account: z.string() });
 
 describe('a job waiting for a limit says so', () => {
-  it('jobLimits, listLimits, the event and the gauge tell "limited" from "stuck"', async () => {
+  it('jobLimits, listLimits, jobs show, nightshift limits, the event and the gauge tell "limited" from "stuck"', async () => {
     const g = gate();
     const psp = defineJob({ kind: 'psp-call', payload, concurrency: { limit: 1, key: (p) => p.account }, run: (_p, ctx) => g.hold(ctx.jobId) });
     const registry = new Registry();
@@ -52,6 +53,19 @@ describe('a job waiting for a limit says so', () => {
     expect(rec!.top.map((x) => x.key).sort()).toEqual(['acme', 'globex']);
     const gauge = (await registry.getSingleMetric('nightshift_jobs_limited')!.get()).values.find((v) => v.labels.queue === 'default');
     expect(gauge?.value).toBe(1);
+    // The CLI says the same: `jobs show` of the waiting job, and `limits`.
+    const cli = (args: string[]) => cliInProcess(['--database-url', t.url, '--schema', t.schema, ...args]);
+    const show = await cli(['jobs', 'show', second.id]);
+    expect(show.code, show.stderr).toBe(0);
+    expect(show.stdout).toContain('limits:\n  kind:psp-call:c key acme: 1/1 running — full: a due job of it waits for this limit');
+    expect(JSON.parse((await cli(['jobs', 'show', second.id, '--json'])).stdout).limits).toEqual([{ limit: 'kind:psp-call:c', type: 'concurrency', key: 'acme', max: 1, perMs: null, inUse: 1, full: true }]);
+    const running = await cli(['jobs', 'show', other.id]);
+    expect(running.stdout).toContain('kind:psp-call:c key globex: 1/1 running — full');
+    const limits = await cli(['limits']);
+    expect(limits.code, limits.stderr).toBe(0);
+    expect(limits.stdout).toMatch(/limit\s+bound\s+in use\s+full keys\s+waiting\s+busiest/);
+    expect(limits.stdout).toMatch(/kind:psp-call:c\s+1 running per key\s+2\s+2\s+1\s+/);
+    expect(JSON.parse((await cli(['limits', '--json'])).stdout)).toMatchObject([{ name: 'kind:psp-call:c', inUse: 2, fullKeys: 2, waiting: 1 }]);
     g.release(first.id);
     await waitFor('the waiting job to start once the slot frees', () => g.running().includes(second.id));
     g.releaseAll();
