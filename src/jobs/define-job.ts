@@ -114,6 +114,7 @@ export interface JobOptions<S extends PayloadSchema> {
    * completed jobs as they complete (`retention.completed: 0`) keeps none, whatever this says.
    */
   retention?: KindRetention;
+  /**
    * At most `limit` jobs of this kind running at once across the fleet; with `key`, per key
    * (`{ limit: 1, key: (p) => p.coupleId }`). A list applies every limit (per key and in total).
    * Enforced in the claim, counted from the leases really held (docs/flow-control.md). Default: none.
