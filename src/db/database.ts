@@ -2,6 +2,8 @@ import type { Executor } from './executor.js';
 import { JobAdminQueries } from './jobs-admin.js';
 import { JobInsertQueries } from './jobs-insert.js';
 import { JobLogQueries } from './job-logs.js';
+import { JobSearchQueries } from './jobs-search.js';
+import { JobStatsQueries } from './job-stats.js';
 import { JobMaintenanceQueries } from './jobs-maintenance.js';
 import { JobRunQueries } from './jobs-run.js';
 import { LeaseQueries } from './leases.js';
@@ -37,6 +39,10 @@ export class Database {
   readonly schedules: ScheduleQueries;
   readonly processes: ProcessQueries;
   readonly jobLogs: JobLogQueries;
+  /** Searches of jobs by payload and time (bounded to the newest jobs), and capped counts. */
+  readonly search: JobSearchQueries;
+  /** The per-minute aggregates of the charts. */
+  readonly stats: JobStatsQueries;
   readonly channels: { jobs: string; control: string };
   /** The schema's statement builder (the prepared-statement policy every statement shares). */
   readonly statements: StatementSet;
@@ -66,6 +72,8 @@ export class Database {
     this.schedules = new ScheduleQueries(db, set);
     this.processes = new ProcessQueries(db, set);
     this.jobLogs = new JobLogQueries(db, set);
+    this.search = new JobSearchQueries(db, set);
+    this.stats = new JobStatsQueries(db, set);
   }
 
   /** The statements of nightshift/testing (made on first use: no worker needs them). */
