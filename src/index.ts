@@ -45,6 +45,7 @@ export { defineStatusOrder } from './streams/status-order.js';
 export { NightshiftMetrics, type MetricSources } from './telemetry/metrics.js';
 export { createLogger, DEFAULT_REDACT, type LoggerOptions } from './telemetry/logger.js';
 export { defineConfig, type NightshiftConfig } from './config/define-config.js';
+export type { DashboardConfig, DashboardAuth, DashboardCredential, DashboardUser, DashboardPermission } from './config/dashboard-config.js';
 export type { RoleDefinition, RolePlan } from './roles/role-plan.js';
 export type { ProcessRecord } from './db/processes.js';
 export type { ProcessInfo } from './runtime/process-registry.js';

@@ -5,6 +5,7 @@ import { elideDataUrls } from '../telemetry/data-urls.js';
 import { nightshiftVersion } from '../runtime/version.js';
 import { cliRun, type CliIo, type CliRun, type CliSelf } from './cli-io.js';
 import { registerDaemons } from './commands/daemons.js';
+import { registerDashboard } from './commands/dashboard.js';
 import { registerDev } from './commands/dev.js';
 import { registerEnqueue } from './commands/enqueue.js';
 import { registerJobs } from './commands/jobs.js';
@@ -44,6 +45,7 @@ function programFor(run: CliRun): Command {
   registerStatus(program, run);
   registerDaemons(program, run);
   registerStreams(program, run);
+  registerDashboard(program, run);
   registerDev(program, run);
   return program;
 }

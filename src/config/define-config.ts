@@ -5,6 +5,7 @@ import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
 import type { ConsumerDefinition } from '../streams/define-consumer.js';
 import type { Logger } from '../telemetry/logger.js';
+import { DASHBOARD_CONFIG_KEYS, type DashboardConfig } from './dashboard-config.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { resolveOptions, type NightshiftOptions } from '../runtime/client-options.js';
 
@@ -70,6 +71,8 @@ export interface NightshiftConfig {
   logErrorMessages?: boolean;
   /** The actor written to the audit log when an action names none (the CLI's `--actor` wins). Default `user@host`. */
   actor?: string;
+  /** What `nightshift dashboard` serves with: auth, host, port (docs/dashboard.md). */
+  dashboard?: DashboardConfig;
 }
 
 /**
@@ -114,7 +117,7 @@ export const CONFIG_OPTION_PATHS: Readonly<Record<string, string>> = Object.free
 
 const PATHS = Object.entries(CONFIG_OPTION_PATHS);
 const sectionKeys = (section: string) => PATHS.filter(([, p]) => p.startsWith(`${section}.`)).map(([, p]) => p.slice(section.length + 1));
-const TOP = [...new Set(PATHS.map(([, p]) => p.split('.')[0]!))];
+const TOP = [...new Set(PATHS.map(([, p]) => p.split('.')[0]!)), 'dashboard'];
 const DATABASE = sectionKeys('database');
 const WORKER = sectionKeys('worker');
 const ROLE = ['jobs', 'queues', 'schedules', 'daemons', 'consumers', 'requiredEnv'];
@@ -156,6 +159,7 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
   unknownKeys(config, TOP, '', issues);
   unknownKeys(config.database, DATABASE, 'database', issues);
   unknownKeys(config.worker, WORKER, 'worker', issues);
+  unknownKeys(config.dashboard, DASHBOARD_CONFIG_KEYS, 'dashboard', issues);
   const kinds: string[] = [];
   (config.jobs ?? []).forEach((j, i) => {
     if (typeof j !== 'object' || j === null || typeof j.kind !== 'string' || typeof j.run !== 'function') {

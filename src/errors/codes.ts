@@ -43,6 +43,7 @@ export const NIGHTSHIFT_ERROR_CODES = [
   'NS_USAGE',
   'NS_MIGRATION_FAILED',
   'NS_PORT_UNAVAILABLE',
+  'NS_DASHBOARD_NO_AUTH',
 ] as const;
 
 /** A nightshift error's stable code: one of {@link NIGHTSHIFT_ERROR_CODES}. */

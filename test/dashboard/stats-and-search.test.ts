@@ -50,9 +50,7 @@ describe('job aggregates for the charts', () => {
     const { rows: before } = await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".job_stats WHERE writer <> ''`);
     expect(before[0].n).toBeGreaterThan(0);
     await t.sql.query(`UPDATE "${t.schema}".job_stats SET bucket = bucket - interval '10 minutes'`);
-    await t.sql.query(
-      `INSERT INTO "${t.schema}".job_stats (width_s, bucket, queue, kind, writer, completed) SELECT 60, bucket, queue, kind, 'other', 5 FROM "${t.schema}".job_stats`,
-    );
+    await t.sql.query(`INSERT INTO "${t.schema}".job_stats (width_s, bucket, queue, kind, writer, completed) SELECT 60, bucket, queue, kind, 'other', 5 FROM "${t.schema}".job_stats`);
     const { JOB_STATS_KEEP } = await import('../../src/maintenance/maintenance-service.js');
     // @ts-expect-error -- the database is internal; the maintenance leader runs this every minute.
     await reader.database.stats.maintain(JOB_STATS_KEEP);
@@ -70,12 +68,7 @@ describe('job aggregates for the charts', () => {
 describe('searching jobs', () => {
   it('finds a job by a payload field, nested fields too, and counts with a cap', async () => {
     const ns = t.client({ jobs: [order] });
-    const made = await ns.enqueueMany(order, [
-      { orderId: 'o-1', customer: { id: 'c-9' } },
-      { orderId: 'o-2' },
-      { orderId: 'o-3' },
-      { orderId: 'o-3' },
-    ]);
+    const made = await ns.enqueueMany(order, [{ orderId: 'o-1', customer: { id: 'c-9' } }, { orderId: 'o-2' }, { orderId: 'o-3' }, { orderId: 'o-3' }]);
     const found = await ns.searchJobs({ payload: { orderId: 'o-1' } });
     expect(found.map((j) => j.id)).toEqual([made[0]!.id]);
     expect((await ns.searchJobs({ payload: { customer: { id: 'c-9' } } })).map((j) => j.id)).toEqual([made[0]!.id]);
