@@ -83,6 +83,7 @@ export function createDashboard(api: Nightshift, options: DashboardOptions = {})
     can: (p) => can(user, p),
     href,
     csrf: html`<input type="hidden" name="csrf" value="${csrfToken(secret, user.name)}" />`,
+    csrfMeta: html`<meta name="csrf-token" content="${csrfToken(secret, user.name)}" />`,
     query,
     params,
   });

@@ -28,6 +28,8 @@ export interface ViewContext {
   href(path: string, query?: Record<string, string | number | undefined | null>): string;
   /** The hidden CSRF field of a POST form. */
   csrf: Html;
+  /** The same token as a meta tag of the page head. */
+  csrfMeta: Html;
   query: URLSearchParams;
   params: Record<string, string>;
 }
