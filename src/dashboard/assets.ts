@@ -21,6 +21,7 @@ export const CLIENT_JS = `(() => {
     if (!live || document.hidden || every() === 0) return;
     const url = body.dataset.liveUrl + '&every=' + every();
     source = new EventSource(url);
+    if (status) status.textContent = 'connecting…';
     source.addEventListener('update', (ev) => {
       const doc = new DOMParser().parseFromString('<body>' + JSON.parse(ev.data).html + '</body>', 'text/html');
       for (const el of doc.querySelectorAll('[data-live]')) {

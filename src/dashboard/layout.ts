@@ -21,7 +21,7 @@ export function layout(p: {
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
-    ${p.view.csrfMeta}
+        ${p.view.csrfMeta}
         <title>${p.title} · nightshift</title>
         <link rel="stylesheet" href="${p.base}/assets/app.css" nonce="${p.nonce}" />
       </head>

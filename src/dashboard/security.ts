@@ -9,7 +9,7 @@ export function nonce(): string {
 /**
  * Headers every dashboard response carries: a Content-Security-Policy that runs only the
  * dashboard's own script and style (by nonce), loads nothing from elsewhere, and lets no other
- * site frame it; no caching (pages hold job data); no sniffing; no referrer.
+ * site frame it; no caching (pages hold job data); no sniffing; no referrer to other sites.
  */
 export function securityHeaders(res: ServerResponse, scriptNonce?: string): void {
   const src = scriptNonce ? `'nonce-${scriptNonce}'` : "'none'";
@@ -18,7 +18,8 @@ export function securityHeaders(res: ServerResponse, scriptNonce?: string): void
     `default-src 'none'; script-src ${src}; style-src 'self' ${src}; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
   );
   res.setHeader('x-content-type-options', 'nosniff');
-  res.setHeader('referrer-policy', 'no-referrer');
+  // Same-origin only: a search's URL (it may name a payload value) never goes to another site.
+  res.setHeader('referrer-policy', 'same-origin');
   res.setHeader('x-frame-options', 'DENY');
   res.setHeader('cache-control', 'no-store');
 }
@@ -38,15 +39,15 @@ export function csrfProblem(req: IncomingMessage, secret: Buffer, user: string, 
   const site = req.headers['sec-fetch-site'];
   if (site !== undefined && site !== 'same-origin') return `cross-site request (Sec-Fetch-Site: ${String(site)})`;
   const origin = req.headers.origin;
-  if (site === undefined && origin !== undefined && origin !== 'null') {
+  if (site === undefined && origin !== undefined) {
     let host: string | undefined;
     try {
-      host = new URL(origin).host;
+      host = origin === 'null' ? undefined : new URL(origin).host;
     } catch {
       host = undefined;
     }
     if (host !== req.headers.host) return 'cross-origin request (Origin does not match Host)';
-  } else if (origin === 'null') return 'opaque origin';
+  }
   if (!token) return 'missing CSRF token';
   const want = Buffer.from(csrfToken(secret, user));
   const got = Buffer.from(token);

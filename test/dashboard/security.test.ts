@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineJob, hold } from '../../src/index.js';
-import { createDashboard, serveDashboard, type DashboardServer } from '../../src/dashboard/index.js';
 import { runCli } from '../../src/cli/program.js';
+import { createDashboard, serveDashboard, type DashboardServer } from '../../src/dashboard/index.js';
+import { defineJob, hold } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
 
