@@ -5,6 +5,7 @@ import { JobLogQueries } from './job-logs.js';
 import { JobSearchQueries } from './jobs-search.js';
 import { JobStatsQueries } from './job-stats.js';
 import { JobMaintenanceQueries } from './jobs-maintenance.js';
+import { JobRetentionQueries } from './jobs-retention.js';
 import { JobRunQueries } from './jobs-run.js';
 import { LeaseQueries } from './leases.js';
 import { assertMigrated, migrate, type MigrateResult } from './migrator.js';
@@ -16,6 +17,8 @@ import { serverConnections, type ServerConnections } from './server-info.js';
 import { PreparedStatements, StatementSet, type PreparedStatementsMode, type PreparedStatementsOff } from './statements.js';
 import { TestJobQueries } from './test-jobs.js';
 import { validateSchemaName } from './identifiers.js';
+import { WatchdogQueries } from './watchdog.js';
+import { WatchdogBuiltinQueries } from './watchdog-builtins.js';
 
 /**
  * The database of one client: its pool, and every statement of its schema bound to that pool
@@ -33,12 +36,18 @@ export class Database {
   readonly admin: JobAdminQueries;
   /** Rescue, expiry and pruning. */
   readonly maintenance: JobMaintenanceQueries;
+  /** Pruning by kind, for kinds with a retention of their own (defineJob's `retention`). */
+  readonly retention: JobRetentionQueries;
   /** Queues (pause, counts), kinds, settings and the audit log. */
   readonly queues: QueueQueries;
   readonly leases: LeaseQueries;
   readonly schedules: ScheduleQueries;
   readonly processes: ProcessQueries;
   readonly jobLogs: JobLogQueries;
+  /** Checks, their runs and subjects, and alerts: the watchdog's state machine. */
+  readonly watchdog: WatchdogQueries;
+  /** The built-in checks' reads (read-only, over jobs, leases and processes). */
+  readonly watchdogBuiltins: WatchdogBuiltinQueries;
   /** Searches of jobs by payload and time (bounded to the newest jobs), and capped counts. */
   readonly search: JobSearchQueries;
   /** The per-minute aggregates of the charts. */
@@ -67,11 +76,14 @@ export class Database {
     this.inserts = new JobInsertQueries(db, set);
     this.admin = new JobAdminQueries(db, set, this.channels);
     this.maintenance = new JobMaintenanceQueries(db, set, this.channels.jobs);
+    this.retention = new JobRetentionQueries(db, set);
     this.queues = new QueueQueries(db, set, this.channels.control);
     this.leases = new LeaseQueries(db, set);
     this.schedules = new ScheduleQueries(db, set);
     this.processes = new ProcessQueries(db, set);
     this.jobLogs = new JobLogQueries(db, set);
+    this.watchdog = new WatchdogQueries(db, set);
+    this.watchdogBuiltins = new WatchdogBuiltinQueries(db, set);
     this.search = new JobSearchQueries(db, set);
     this.stats = new JobStatsQueries(db, set);
   }

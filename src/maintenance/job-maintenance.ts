@@ -1,6 +1,7 @@
 import type { Database } from '../db/database.js';
 import type { JobState } from '../db/job-row.js';
 import type { EventBus } from '../telemetry/events.js';
+import type { KindRetention } from '../jobs/define-job.js';
 
 /** How long finished jobs are kept, per state, in ms. `false` keeps them forever. */
 export type Retention = Partial<Record<'completed' | 'discarded' | 'cancelled' | 'expired', number | false>>;
@@ -24,6 +25,8 @@ export class JobMaintenance {
   constructor(
     private readonly db: Database,
     private readonly events: EventBus,
+    /** Kinds with a retention of their own (defineJob's `retention`), by kind. */
+    private readonly kinds: ReadonlyMap<string, KindRetention> = new Map(),
   ) {}
 
   /** Takes back jobs whose lease expired. Returns how many. */
@@ -57,18 +60,36 @@ export class JobMaintenance {
     }
   }
 
-  /** Deletes finished jobs older than their state's retention. Returns how many per state. */
+  /**
+   * Deletes finished jobs older than their state's retention. Returns how many per state. Per-kind
+   * retention lives here (which kinds, which ages) and in db/jobs-retention.ts (the statement).
+   */
   async prune(retention: Retention = DEFAULT_RETENTION): Promise<Partial<Record<JobState, number>>> {
     const result: Partial<Record<JobState, number>> = {};
     for (const [state, ms] of Object.entries({ ...DEFAULT_RETENTION, ...retention })) {
-      if (ms === false || ms === undefined) continue;
+      const own = [...this.kinds].filter(([, r]) => r[state as keyof KindRetention] !== undefined);
       let n = 0;
-      for (;;) {
-        const deleted = await this.db.maintenance.prune({ state, olderThanMs: ms, limit: BATCH });
-        n += deleted;
-        if (deleted < BATCH) break;
+      if (ms !== false && ms !== undefined) {
+        for (;;) {
+          const deleted = own.length
+            ? await this.db.retention.prune({ state, olderThanMs: ms, limit: BATCH, kinds: null, except: own.map(([k]) => k) })
+            : await this.db.maintenance.prune({ state, olderThanMs: ms, limit: BATCH });
+          n += deleted;
+          if (deleted < BATCH) break;
+        }
       }
-      result[state as JobState] = n;
+      // Kinds with their own retention for this state, each by its own age.
+      for (const [kind, r] of own) {
+        const kindMs = r[state as keyof KindRetention];
+        if (kindMs === false || kindMs === undefined) continue;
+        for (;;) {
+          const deleted = await this.db.retention.prune({ state, olderThanMs: kindMs, limit: BATCH, kinds: [kind], except: [] });
+          n += deleted;
+          if (deleted < BATCH) break;
+        }
+      }
+      if (ms !== false && ms !== undefined) result[state as JobState] = n;
+      else if (n > 0) result[state as JobState] = n;
     }
     while ((await this.db.maintenance.pruneKeys({ limit: BATCH })) === BATCH);
     return result;

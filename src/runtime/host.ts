@@ -37,6 +37,8 @@ export interface HostDeps {
   consumers: readonly ConsumerDefinition[];
   /** Where every service reads time and sets timers. Default: the system clock. */
   clock?: Clock;
+  /** More checks of the plan (after the environment's, before the schema's): throws to refuse the start. */
+  preflight?: (plan: RolePlan) => void;
 }
 
 /** How a worker hears of new jobs, and why when it only polls (see {@link Host.wakeups}). */
@@ -146,6 +148,7 @@ export class Host extends BaseService {
     const o = this.d.options;
     const missing = missingEnv(this.plan, process.env);
     if (missing.length) throw new MissingEnvError(missing);
+    this.d.preflight?.(this.plan);
     const { newer } = await this.d.database.checkMigrated();
     // A newer version migrated the schema with migrations this code may run beside (rolling deploy).
     if (newer.length) this.d.events.emit({ type: 'schema.newer', schema: this.d.database.schema, versions: newer });

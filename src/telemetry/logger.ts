@@ -110,6 +110,21 @@ const LEVEL: Record<NightshiftEvent['type'], 'trace' | 'debug' | 'info' | 'warn'
   'stream.group-created': 'info',
   'stream.connection-lost': 'warn',
   'stream.connected': 'info',
+  'alert.opened': 'info',
+  'alert.changed': 'info',
+  'alert.reminded': 'info',
+  'alert.resolved': 'info',
+  'alert.acknowledged': 'info',
+  'check.ran': 'debug',
+  'check.failed': 'info',
+  'pipeline.started': 'info',
+  'pipeline.step-finished': 'debug',
+  'pipeline.finished': 'info',
+  'pipeline.held': 'error',
+  'pipeline.deadline-missed': 'warn',
+  'pipeline.artifacts-mismatch': 'error',
+  'pipeline.follow-up-failed': 'error',
+  'pipeline.action': 'info',
 };
 
 /** Event fields that may hold an error message written by application code (which may quote secrets). */

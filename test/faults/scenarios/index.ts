@@ -4,6 +4,7 @@ import { dedupeConcurrency } from './dedupe-concurrency.js';
 import { listenerFaults } from './listener-faults.js';
 import { pausedWorker } from './paused-worker.js';
 import { pgFailover } from './pg-failover.js';
+import { pipelineFaults } from './pipeline-faults.js';
 import { atLeastOnceUnderFaults, atMostOnceUnderFaults } from './queue-faults.js';
 import { scheduleReplicas } from './schedule-replicas.js';
 import { shutdownUnderLoad } from './shutdown-under-load.js';
@@ -21,4 +22,5 @@ export const SCENARIOS: AnyScenario[] = [
   shutdownUnderLoad,
   streamFaults,
   pgFailover,
+  pipelineFaults,
 ];
