@@ -151,6 +151,7 @@ describeWithBrowser('the dashboard in a browser', () => {
       ['/leaders', 'leaders', 'nightshift:maintenance'],
       ['/streams', 'streams', 'Redis'],
       ['/budget', 'budget', 'max_connections'],
+      ['/alerts', 'alerts', 'History'],
     ] as const) {
       await page.goto(`${base}${path}`);
       expect(await page.locator('main').textContent()).toContain(expectText);

@@ -1,4 +1,5 @@
 import type { DashboardPage } from '../page.js';
+import { alertsPage } from './alerts.js';
 import { auditPage } from './audit.js';
 import { budgetPage } from './budget.js';
 import { bulkPage } from './bulk.js';
@@ -17,5 +18,5 @@ import { streamsPage } from './streams.js';
  * `pages` option.
  */
 export function builtInPages(): DashboardPage[] {
-  return [overviewPage, jobsPage, jobPage, bulkPage, queuesPage, schedulesPage, leadersPage, processesPage, streamsPage, auditPage, budgetPage];
+  return [overviewPage, jobsPage, jobPage, bulkPage, queuesPage, schedulesPage, leadersPage, processesPage, streamsPage, alertsPage, auditPage, budgetPage];
 }
