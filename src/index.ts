@@ -5,6 +5,10 @@
 export { createNightshift, Nightshift } from './runtime/nightshift.js';
 export type { NightshiftOptions } from './runtime/client-options.js';
 export { defineJob } from './jobs/define-job.js';
+export { defineQueue } from './jobs/define-queue.js';
+export type { QueueDefinition, QueueOptions } from './jobs/define-queue.js';
+export type { ConcurrencyLimit, RateLimit, ResolvedLimit } from './jobs/limits.js';
+export type { JobLimitState, LimitRecord } from './db/limits.js';
 export type { JobDefinition, JobOptions, JobContext, JobLogger, Delivery, DedupeScope, ResolveInfo } from './jobs/define-job.js';
 export type { EnqueueOptions, EnqueueResult } from './jobs/enqueue-options.js';
 export type { EnqueueManyOptions } from './jobs/enqueuer.js';

@@ -11,6 +11,7 @@ import { registerDashboard } from './commands/dashboard.js';
 import { registerDev } from './commands/dev.js';
 import { registerEnqueue } from './commands/enqueue.js';
 import { registerJobs } from './commands/jobs.js';
+import { registerLimits } from './commands/limits.js';
 import { registerMigrate } from './commands/migrate.js';
 import { registerPipelines } from './commands/pipelines.js';
 import { registerQueues } from './commands/queues.js';
@@ -44,6 +45,7 @@ function programFor(run: CliRun): Command {
   registerEnqueue(program, run);
   registerJobs(program, run);
   registerQueues(program, run);
+  registerLimits(program, run);
   registerSchedules(program, run);
   registerStatus(program, run);
   registerDaemons(program, run);

@@ -1,5 +1,6 @@
 import { ConfigError, closest, type Issue } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
+import type { QueueDefinition } from '../jobs/define-queue.js';
 import type { DaemonDefinition } from '../leadership/define-daemon.js';
 import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
@@ -34,6 +35,8 @@ export interface NightshiftConfig {
     budget?: { replicas?: number; maxConnectionsPerProcess?: number };
   };
   jobs?: JobDefinition[];
+  /** Queues with fleet-wide limits (defineQueue); not `worker.queues`, which bounds one process. */
+  queues?: QueueDefinition[];
   /** Daemons (defineDaemon): each runs on exactly one live process among those hosting it. */
   daemons?: DaemonDefinition[];
   /** Schedules (defineSchedule): cron or interval, each tick run exactly once across the fleet. */
@@ -110,6 +113,7 @@ export const CONFIG_OPTION_PATHS: Readonly<Record<string, string>> = Object.free
   owner: 'worker.owner',
   registerProcess: 'worker.registerProcess',
   jobs: 'jobs',
+  queueDefinitions: 'queues',
   daemons: 'daemons',
   schedules: 'schedules',
   streams: 'streams',

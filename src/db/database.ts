@@ -8,6 +8,7 @@ import { JobMaintenanceQueries } from './jobs-maintenance.js';
 import { JobRetentionQueries } from './jobs-retention.js';
 import { JobRunQueries } from './jobs-run.js';
 import { LeaseQueries } from './leases.js';
+import { LimitQueries } from './limits.js';
 import { assertMigrated, migrate, type MigrateResult } from './migrator.js';
 import type { PoolHandle } from './pool.js';
 import { ProcessQueries } from './processes.js';
@@ -41,6 +42,8 @@ export class Database {
   /** Queues (pause, counts), kinds, settings and the audit log. */
   readonly queues: QueueQueries;
   readonly leases: LeaseQueries;
+  /** Flow control: the limited claim, the limits' registration, and their use for operators. */
+  readonly limits: LimitQueries;
   readonly schedules: ScheduleQueries;
   readonly processes: ProcessQueries;
   readonly jobLogs: JobLogQueries;
@@ -79,6 +82,7 @@ export class Database {
     this.retention = new JobRetentionQueries(db, set);
     this.queues = new QueueQueries(db, set, this.channels.control);
     this.leases = new LeaseQueries(db, set);
+    this.limits = new LimitQueries(db, set);
     this.schedules = new ScheduleQueries(db, set);
     this.processes = new ProcessQueries(db, set);
     this.jobLogs = new JobLogQueries(db, set);

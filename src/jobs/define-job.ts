@@ -5,6 +5,7 @@ import type { JobControl } from './job-control.js';
 import { isPayloadSchema, type PayloadSchema, type SchemaInput, type SchemaOutput } from './standard-schema.js';
 import type { EnqueueOptions, EnqueueResult } from './enqueue-options.js';
 import { nameProblem } from './names.js';
+import { resolveLimits, type ConcurrencyLimit, type OneOrMany, type RateLimit, type ResolvedLimit } from './limits.js';
 
 /** Delivery guarantee of a kind. */
 export type Delivery = 'at-least-once' | 'at-most-once';
@@ -113,6 +114,14 @@ export interface JobOptions<S extends PayloadSchema> {
    * completed jobs as they complete (`retention.completed: 0`) keeps none, whatever this says.
    */
   retention?: KindRetention;
+  /**
+   * At most `limit` jobs of this kind running at once across the fleet; with `key`, per key
+   * (`{ limit: 1, key: (p) => p.coupleId }`). A list applies every limit (per key and in total).
+   * Enforced in the claim, counted from the leases really held (docs/flow-control.md). Default: none.
+   */
+  concurrency?: OneOrMany<ConcurrencyLimit<SchemaOutput<S>>>;
+  /** At most `limit` starts per `per` ms across the fleet, globally or per key; a list applies each. Default: none. */
+  rateLimit?: OneOrMany<RateLimit<SchemaOutput<S>>>;
 }
 
 /** What `onResolve` learns about the resolve. */
@@ -142,9 +151,11 @@ export interface JobDefinition<S extends PayloadSchema = PayloadSchema> {
   readonly dedupeScope: DedupeScope;
   readonly onResolve: ((resolution: ResolveInfo<SchemaOutput<S>>, tx: Executor) => Promise<void> | void) | undefined;
   readonly retention?: Readonly<KindRetention>;
+  /** The kind's fleet-wide limits (concurrency, then rate), with their stable names; empty when none. */
+  readonly limits: readonly ResolvedLimit[];
 }
 
-const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery', 'requiredEnv', 'dedupeScope', 'onResolve', 'retention'];
+const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery', 'requiredEnv', 'dedupeScope', 'onResolve', 'retention', 'concurrency', 'rateLimit'];
 const RETENTION_STATES = ['completed', 'discarded', 'cancelled', 'expired'];
 
 /** Environment variable names: letters, digits and _, not starting with a digit. */
@@ -219,6 +230,7 @@ export function defineJob<S extends PayloadSchema>(options: JobOptions<S>): JobD
       }
     }
   }
+  const limits = resolveLimits(`kind:${String(o.kind)}`, o, issues);
   const label = typeof o.kind === 'string' ? `job "${o.kind}"` : 'job definition';
   if (issues.length) throw new ConfigError(label, issues);
   return Object.freeze({
@@ -235,6 +247,7 @@ export function defineJob<S extends PayloadSchema>(options: JobOptions<S>): JobD
     dedupeScope: typeof options.dedupeScope === 'object' ? Object.freeze({ withinMs: options.dedupeScope.withinMs }) : (options.dedupeScope ?? 'pending'),
     onResolve: options.onResolve,
     ...(options.retention !== undefined ? { retention: Object.freeze({ ...options.retention }) } : {}),
+    limits: Object.freeze(limits),
   });
 }
 

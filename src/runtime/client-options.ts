@@ -4,6 +4,8 @@ import { closest, ConfigError, unknownKey, type Issue } from '../errors.js';
 import type { PgPool } from '../db/pool.js';
 import { schemaNameProblem } from '../db/identifiers.js';
 import type { JobDefinition } from '../jobs/define-job.js';
+import { isQueueDefinition, type QueueDefinition } from '../jobs/define-queue.js';
+import { limitConflicts } from '../jobs/limits.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../jobs/payload.js';
 import type { Retention } from '../maintenance/job-maintenance.js';
 import type { Logger } from '../telemetry/logger.js';
@@ -37,6 +39,12 @@ export interface NightshiftOptions {
    * Default: no per-queue limit.
    */
   queues?: string[] | Record<string, { concurrency?: number }>;
+  /**
+   * Fleet-wide limits of queues (defineQueue: `concurrency`, `rateLimit`), held across every
+   * process, unlike `queues`. Every process claiming such a queue must list it (the config's
+   * `queues`). Default: none.
+   */
+  queueDefinitions?: QueueDefinition[];
   /** Lease length. Default 30 000 ms. */
   leaseMs?: number;
   /** Lease renewal interval, below `leaseMs`. Default 10 000 ms. */
@@ -147,6 +155,7 @@ const schema = z
     jobs: z.array(z.custom<JobDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as JobDefinition).kind === 'string' && typeof (v as JobDefinition).run === 'function', 'must be created with defineJob')).optional(),
     concurrency: positiveInt(10_000).optional(),
     queues: z.union([z.array(z.string()), z.record(z.string(), z.object({ concurrency: positiveInt(10_000).optional() }).strict())]).optional(),
+    queueDefinitions: z.array(z.custom<QueueDefinition>((v) => isQueueDefinition(v), 'must be created with defineQueue')).optional(),
     leaseMs: ms.min(1_000).optional(),
     heartbeatMs: ms.min(100).optional(),
     pollIntervalMs: ms.min(10).optional(),
@@ -207,6 +216,7 @@ export interface ResolvedOptions {
   jobs: JobDefinition[];
   concurrency: number;
   queues: Map<string, number> | undefined;
+  queueDefinitions: QueueDefinition[];
   leaseMs: number;
   heartbeatMs: number;
   pollIntervalMs: number;
@@ -320,6 +330,7 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
   const watchdog = watchdogOn ? resolveWatchdogSettings(o.watchdog as WatchdogOptions | undefined, watchdogIssues) : undefined;
   for (const i of watchdogIssues) issues.push({ ...i, path: i.path ? `watchdog.${i.path}` : 'watchdog' });
   checkRefs(o, issues);
+  if (Array.isArray(o.jobs) && (o.queueDefinitions === undefined || Array.isArray(o.queueDefinitions))) issues.push(...limitConflicts(o.jobs, o.queueDefinitions ?? []));
   const leaseMs = o.leaseMs ?? 30_000;
   const heartbeatMs = o.heartbeatMs ?? Math.min(10_000, Math.floor(leaseMs / 3));
   // Redis is checked where it is needed (a process hosting consumers, a publish), so a process
@@ -347,6 +358,7 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     jobs: o.jobs ?? [],
     concurrency: o.concurrency ?? 10,
     queues,
+    queueDefinitions: o.queueDefinitions ?? [],
     leaseMs,
     heartbeatMs,
     pollIntervalMs: o.pollIntervalMs ?? 1_000,

@@ -37,6 +37,7 @@ import { Watchdog, type CheckInfo } from '../watchdog/watchdog.js';
 import { assertNotifiersComplete, checkHosting, withWatchdog } from './watchdog-wiring.js';
 import { PIPELINE_SWEEP_DAEMON, PipelineEngine } from '../pipelines/pipeline-engine.js';
 import type { PipelineAdmin } from '../pipelines/pipeline-admin.js';
+import type { JobLimitState, LimitRecord } from '../db/limits.js';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -150,6 +151,16 @@ export class Nightshift extends JobAdmin {
   async runCheck(name: string, options: { dryRun?: boolean } = {}): Promise<CheckRunReport> {
     if (!this.watchdog) throw new CheckNotFoundError(String(name), []);
     return this.watchdog.runCheck(name, options);
+  }
+
+  /** Every fleet-wide limit (docs/flow-control.md) with its use now: slots in use, keys at their limit, due jobs waiting, the busiest keys. */
+  listLimits(): Promise<LimitRecord[]> {
+    return this.database.limits.list();
+  }
+
+  /** The limits a job holds or waits for, each with its key's use now (`full`: a due job of it waits for that limit, not stuck). */
+  jobLimits(id: string): Promise<JobLimitState[]> {
+    return this.database.limits.forJob(id);
   }
 
   /** Schedules with their timing, next runs, last tick and its job's outcome. */

@@ -125,6 +125,12 @@ export class NightshiftMetrics {
     });
     const checkRuns = new Counter({ name: `${p}check_runs_total`, help: 'Watchdog check runs by their worst status.', labelNames: ['check', 'status'], registers: [registry] });
     const alertChanges = new Counter({ name: `${p}alert_changes_total`, help: 'Watchdog alert changes: opened, changed, reminder, resolved.', labelNames: ['check', 'event'], registers: [registry] });
+    const limited = new Gauge({
+      name: `${p}jobs_limited`,
+      help: 'Due jobs the last claim of this process passed over because a fleet-wide limit (concurrency or rate) was full: waiting for a limit, not stuck.',
+      labelNames: ['queue'],
+      registers: [registry],
+    });
     this.unsubscribe = events.on((e) => {
       switch (e.type) {
         case 'job.enqueued':
@@ -173,6 +179,9 @@ export class NightshiftMetrics {
           break;
         case 'listener.lost':
           listenerLost.inc();
+          break;
+        case 'worker.limited':
+          limited.set({ queue: e.queue }, e.waiting);
           break;
         case 'worker.error':
           errors.inc({ where: e.where.split(' ')[0] ?? 'unknown' });

@@ -1,6 +1,7 @@
 import type { AnyScenario } from '../harness/scenario.js';
 import { daemonFailover } from './daemon-failover.js';
 import { dedupeConcurrency } from './dedupe-concurrency.js';
+import { limitsUnderFaults } from './limits-under-faults.js';
 import { listenerFaults } from './listener-faults.js';
 import { pausedWorker } from './paused-worker.js';
 import { pgFailover } from './pg-failover.js';
@@ -23,4 +24,5 @@ export const SCENARIOS: AnyScenario[] = [
   streamFaults,
   pgFailover,
   pipelineFaults,
+  limitsUnderFaults,
 ];
