@@ -138,6 +138,7 @@ export function createDashboard(api: Nightshift, options: DashboardOptions = {})
           if (!isNightshiftError(err)) throw err;
           target = withFlash(back, `${err.code}: ${err.message}`, true);
         }
+        hub.changed();
         res.setHeader('location', target);
         send(303, '', 'text/plain; charset=utf-8');
         log?.info({ action: `${m![1]}/${m![2]}`, user: user.name }, 'dashboard action');

@@ -10,6 +10,8 @@ interface Entry {
   subscribers: Set<Subscriber>;
   data: unknown;
   loadedAt: number;
+  /** When the newest load began (performance.now()). */
+  startedAt: number;
   loading: Promise<unknown> | undefined;
 }
 
@@ -32,6 +34,7 @@ export class LiveHub {
   private timer: NodeJS.Timeout | undefined;
   private loads = 0;
   private loadMs = 0;
+  private changedAt = -1;
 
   constructor(private readonly o: { tickMs: number; freshMs: number; onError: (err: unknown) => void }) {}
 
@@ -46,9 +49,19 @@ export class LiveHub {
     const e = this.entries.get(key);
     // Nobody has the page open: nothing to share, nothing kept.
     if (!e) return this.timed(load);
-    if (e.loading) return e.loading;
-    if (Date.now() - e.loadedAt < this.o.freshMs) return e.data;
+    // A load begun before the last change may miss it: wait for it, then load again.
+    if (e.loading && e.startedAt > this.changedAt) return e.loading;
+    if (e.loading) await e.loading.catch(() => undefined);
+    if (Date.now() - e.loadedAt < this.o.freshMs && e.startedAt > this.changedAt) return e.data;
     return this.refresh(e);
+  }
+
+  /**
+   * Says that something changed (an action ran): the next page request loads anew instead of
+   * sharing data loaded before it, so the page an action redirects to shows its effect.
+   */
+  changed(): void {
+    this.changedAt = performance.now();
   }
 
   /** Subscribes an open page to `key`; returns the unsubscribe function. */
@@ -73,7 +86,7 @@ export class LiveHub {
   private entry(key: string, load: () => Promise<unknown>): Entry {
     let e = this.entries.get(key);
     if (!e) {
-      e = { load, subscribers: new Set(), data: undefined, loadedAt: 0, loading: undefined };
+      e = { load, subscribers: new Set(), data: undefined, loadedAt: 0, startedAt: -1, loading: undefined };
       this.entries.set(key, e);
     }
     return e;
@@ -90,6 +103,7 @@ export class LiveHub {
   }
 
   private refresh(e: Entry): Promise<unknown> {
+    e.startedAt = performance.now();
     e.loading = this.timed(e.load).then(
       (data) => {
         e.data = data;
