@@ -70,4 +70,14 @@ button { cursor:pointer; }
 .card b { display:block; font-size:1.4rem; }
 .chart img { max-width:100%; height:auto; }
 progress { width:20rem; }
+.step-graph { margin:0 0 1rem; overflow-x:auto; }
+.step-graph rect { fill:var(--bg); stroke:var(--line); stroke-width:1.5; }
+.step-graph .node:hover rect, .step-graph .node:focus rect { stroke:var(--accent); stroke-width:2.5; }
+.step-graph text { fill:var(--fg); font-size:12px; } .step-graph text.name { font-weight:600; font-size:13px; } .step-graph text.sub { fill:var(--muted); }
+.step-graph .edge { fill:none; stroke:var(--muted); stroke-width:1.5; } .step-graph .arrow { fill:var(--muted); }
+.step-graph .step-succeeded rect { stroke:var(--ok); fill:rgba(26,127,55,.12); }
+.step-graph .step-failed rect { stroke:var(--bad); fill:rgba(207,34,46,.12); }
+.step-graph .step-running rect, .step-graph .step-ready rect { stroke:var(--accent); fill:rgba(9,105,218,.10); }
+.step-graph .step-skipped rect, .step-graph .step-cancelled rect, .step-graph .step-blocked rect { stroke-dasharray:4 3; }
+tr:target { background:rgba(9,105,218,.12); }
 `;

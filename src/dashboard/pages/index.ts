@@ -6,7 +6,10 @@ import { bulkPage } from './bulk.js';
 import { jobPage } from './job.js';
 import { jobsPage } from './jobs.js';
 import { leadersPage } from './leaders.js';
+import { limitsPage } from './limits.js';
 import { overviewPage } from './overview.js';
+import { pipelineRunPage } from './pipeline-run.js';
+import { pipelinesPage } from './pipelines.js';
 import { processesPage } from './processes.js';
 import { queuesPage } from './queues.js';
 import { schedulesPage } from './schedules.js';
@@ -18,5 +21,5 @@ import { streamsPage } from './streams.js';
  * `pages` option.
  */
 export function builtInPages(): DashboardPage[] {
-  return [overviewPage, jobsPage, jobPage, bulkPage, queuesPage, schedulesPage, leadersPage, processesPage, streamsPage, alertsPage, auditPage, budgetPage];
+  return [overviewPage, jobsPage, jobPage, bulkPage, queuesPage, limitsPage, schedulesPage, leadersPage, processesPage, streamsPage, pipelinesPage, pipelineRunPage, alertsPage, auditPage, budgetPage];
 }

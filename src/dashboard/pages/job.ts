@@ -3,6 +3,7 @@ import { html, type Html } from '../html.js';
 import { definePage, type ActionResult, type DashboardAction } from '../page.js';
 import { actionForm, json, ms, state, table, when } from './format.js';
 import { jobId } from './jobs.js';
+import { jobLimitsSection } from './limits.js';
 
 const back = (id: string, href: (p: string) => string) => href(`/jobs/${id}`);
 
@@ -40,10 +41,10 @@ export const jobPage = definePage({
   async load({ api, params }) {
     const id = jobId(params.id);
     const job = await api.getJob(id);
-    const [logs, audit] = await Promise.all([api.jobLogs(id, { limit: 200 }), api.listAudit({ target: `job:${id}`, limit: 20 })]);
-    return { job, logs, audit };
+    const [logs, audit, limits] = await Promise.all([api.jobLogs(id, { limit: 200 }), api.listAudit({ target: `job:${id}`, limit: 20 }), api.jobLimits(id)]);
+    return { job, logs, audit, limits };
   },
-  render({ job: j, logs, audit }, view) {
+  render({ job: j, logs, audit, limits }, view) {
     const now = Date.now();
     const href = (p: string) => view.href(p);
     const b = back(j.id, href);
@@ -114,6 +115,7 @@ export const jobPage = definePage({
             </tr>
           </tbody>
         </table>
+        ${jobLimitsSection(j, limits, view)}
         <h2>Timeline</h2>
         ${table(
           ['when', 'what'],
