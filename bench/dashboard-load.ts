@@ -3,7 +3,10 @@
  * plus a few hundred unfinished ones, 30 days of aggregates, and 5 pages open at a 1 s refresh
  * (SSE, as browsers hold them). Prints the time the dashboard's queries took per second of wall
  * time (their sum over the run, as the pool saw it), and EXPLAIN (ANALYZE, BUFFERS) of every
- * distinct statement the pages ran, with its execution time.
+ * distinct statement the pages ran, with its execution time. The server side too: the bench's own
+ * embedded server loads pg_stat_statements, so the database time of each phase is the sum of
+ * `total_exec_time` of the statements run in it (reset before it), with each statement's mean and
+ * max, and the backends' active time from pg_stat_database.
  *
  *   npx tsx bench/dashboard-load.ts [finished=1000000] [seconds=20]
  */
@@ -17,7 +20,9 @@ import { SERVER_FLAGS } from './server.js';
 const finished = Number(process.argv[2] ?? 1_000_000);
 const seconds = Number(process.argv[3] ?? 20);
 const schema = 'nightshift';
-const server = await startEmbeddedPostgres({ flags: SERVER_FLAGS });
+const server = await startEmbeddedPostgres({
+  flags: [...SERVER_FLAGS, '-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all', '-c', 'pg_stat_statements.max=5000'],
+});
 const admin = new pg.Client({ connectionString: server.url });
 await admin.connect();
 try {
@@ -55,6 +60,8 @@ try {
      FROM generate_series(1, 35 * 24) h, generate_series(0, 4) q`,
   );
   await admin.query('VACUUM ANALYZE');
+  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  const serverSide = await serverTime(admin);
 
   // The dashboard's own pool, wrapped to record each statement and the time it took.
   const pool = new pg.Pool({ connectionString: server.url, max: 4, statement_timeout: 5_000 });
@@ -79,10 +86,13 @@ try {
   const srv = await serveDashboard(dashboard, { port: 0 });
   const base = srv.url.replace(/\/$/, '');
   // One GET of the jobs search pages (not live: a person runs a search).
+  await serverSide.reset();
   for (const q of ['/jobs?q=payload.orderId%3Ao-777777', '/jobs?state=discarded', '/jobs?queue=q1&since=1d', '/jobs/1'])
     await (await fetch(`${base}${q}`)).text();
   const searchMs = queryMs;
+  const searchServer = await serverSide.read();
   queryMs = 0;
+  await serverSide.reset();
   const pages = ['/', '/queues', '/schedules', '/processes', '/audit'];
   const aborts = pages.map(() => new AbortController());
   const started = performance.now();
@@ -104,9 +114,19 @@ try {
     }),
   );
   const wall = (performance.now() - started) / 1_000;
+  const liveServer = await serverSide.read();
   console.log(`\n${finished.toLocaleString('en')} finished jobs; 5 pages open at 1 s for ${wall.toFixed(1)} s: ${updates} updates sent`);
   console.log(`dashboard query time: ${(queryMs / wall).toFixed(1)} ms per second of wall time (${(queryMs / wall / 10).toFixed(2)} % of one core)`);
   console.log(`one GET each of 4 search/detail pages: ${searchMs.toFixed(0)} ms of queries in all`);
+  console.log('\n=== server side (pg_stat_statements total_exec_time; pg_stat_database active_time)');
+  console.log(
+    `live pages: ${(liveServer.execMs / wall).toFixed(1)} ms of execution per second of wall time (${liveServer.calls} statements, ${(liveServer.calls / wall).toFixed(1)}/s; backends active ${(liveServer.activeMs / wall).toFixed(1)} ms/s; ${liveServer.blocksHit} blocks hit, ${liveServer.blocksRead} read)`,
+  );
+  console.log(`search/detail GETs: ${searchServer.execMs.toFixed(1)} ms of execution in all (${searchServer.calls} statements)`);
+  for (const [phase, r] of [['live pages', liveServer], ['search/detail GETs', searchServer]] as const) {
+    console.log(`\n${phase}: statements by total execution time (ms: total, mean, max; calls)`);
+    for (const st of r.top) console.log(`${st.total.toFixed(1).padStart(9)} ${st.mean.toFixed(2).padStart(8)} ${st.max.toFixed(2).padStart(8)} ${String(st.calls).padStart(5)}  ${st.query}`);
+  }
   await srv.close();
   await api.stop();
   await pool.end();
@@ -122,4 +142,38 @@ try {
 } finally {
   await admin.end();
   await server.stop();
+}
+
+/** The database's own account of a phase: reset before it, read after (the bench's statements on pg_stat_* left out). */
+async function serverTime(db: pg.Client) {
+  const own = `query !~* '(pg_stat_statements|pg_stat_database|pg_stat_force_next_flush)'`;
+  let before = { active: 0, hit: 0, read: 0 };
+  const database = async () => {
+    await db.query('SELECT pg_stat_force_next_flush()');
+    const { rows } = await db.query(`SELECT coalesce(sum(active_time), 0)::float8 AS active, coalesce(sum(blks_hit), 0)::float8 AS hit, coalesce(sum(blks_read), 0)::float8 AS read FROM pg_stat_database`);
+    return rows[0] as { active: number; hit: number; read: number };
+  };
+  return {
+    async reset() {
+      await db.query('SELECT pg_stat_statements_reset()');
+      before = await database();
+    },
+    async read() {
+      // Other backends flush their counters at most every second (PGSTAT_MIN_INTERVAL) once idle.
+      await new Promise((r) => setTimeout(r, 1_500));
+      const after = await database();
+      const { rows } = await db.query(
+        `SELECT query, calls::int, total_exec_time AS total, mean_exec_time AS mean, max_exec_time AS max FROM pg_stat_statements WHERE ${own} ORDER BY total_exec_time DESC`,
+      );
+      const all = rows as { query: string; calls: number; total: number; mean: number; max: number }[];
+      return {
+        execMs: all.reduce((n, r) => n + r.total, 0),
+        calls: all.reduce((n, r) => n + r.calls, 0),
+        activeMs: after.active - before.active,
+        blocksHit: after.hit - before.hit,
+        blocksRead: after.read - before.read,
+        top: all.slice(0, 12).map((r) => ({ ...r, query: r.query.replace(/\s+/g, ' ').slice(0, 140) })),
+      };
+    },
+  };
 }
