@@ -87,8 +87,7 @@ try {
   const base = srv.url.replace(/\/$/, '');
   // One GET of the jobs search pages (not live: a person runs a search).
   await serverSide.reset();
-  for (const q of ['/jobs?q=payload.orderId%3Ao-777777', '/jobs?state=discarded', '/jobs?queue=q1&since=1d', '/jobs/1'])
-    await (await fetch(`${base}${q}`)).text();
+  for (const q of ['/jobs?q=payload.orderId%3Ao-777777', '/jobs?state=discarded', '/jobs?queue=q1&since=1d', '/jobs/1']) await (await fetch(`${base}${q}`)).text();
   const searchMs = queryMs;
   const searchServer = await serverSide.read();
   queryMs = 0;
@@ -106,7 +105,11 @@ try {
         for (;;) {
           const { done, value } = await reader.read();
           if (done) break;
-          updates += (Buffer.from(value).toString().match(/event: update/g) ?? []).length;
+          updates += (
+            Buffer.from(value)
+              .toString()
+              .match(/event: update/g) ?? []
+          ).length;
         }
       } catch {
         // aborted at the end of the run
@@ -123,7 +126,10 @@ try {
     `live pages: ${(liveServer.execMs / wall).toFixed(1)} ms of execution per second of wall time (${liveServer.calls} statements, ${(liveServer.calls / wall).toFixed(1)}/s; backends active ${(liveServer.activeMs / wall).toFixed(1)} ms/s; ${liveServer.blocksHit} blocks hit, ${liveServer.blocksRead} read)`,
   );
   console.log(`search/detail GETs: ${searchServer.execMs.toFixed(1)} ms of execution in all (${searchServer.calls} statements)`);
-  for (const [phase, r] of [['live pages', liveServer], ['search/detail GETs', searchServer]] as const) {
+  for (const [phase, r] of [
+    ['live pages', liveServer],
+    ['search/detail GETs', searchServer],
+  ] as const) {
     console.log(`\n${phase}: statements by total execution time (ms: total, mean, max; calls)`);
     for (const st of r.top) console.log(`${st.total.toFixed(1).padStart(9)} ${st.mean.toFixed(2).padStart(8)} ${st.max.toFixed(2).padStart(8)} ${String(st.calls).padStart(5)}  ${st.query}`);
   }
@@ -162,9 +168,7 @@ async function serverTime(db: pg.Client) {
       // Other backends flush their counters at most every second (PGSTAT_MIN_INTERVAL) once idle.
       await new Promise((r) => setTimeout(r, 1_500));
       const after = await database();
-      const { rows } = await db.query(
-        `SELECT query, calls::int, total_exec_time AS total, mean_exec_time AS mean, max_exec_time AS max FROM pg_stat_statements WHERE ${own} ORDER BY total_exec_time DESC`,
-      );
+      const { rows } = await db.query(`SELECT query, calls::int, total_exec_time AS total, mean_exec_time AS mean, max_exec_time AS max FROM pg_stat_statements WHERE ${own} ORDER BY total_exec_time DESC`);
       const all = rows as { query: string; calls: number; total: number; mean: number; max: number }[];
       return {
         execMs: all.reduce((n, r) => n + r.total, 0),
