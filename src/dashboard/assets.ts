@@ -50,7 +50,7 @@ body { margin:0; font:14px/1.45 system-ui, sans-serif; color:var(--fg); backgrou
 header { display:flex; gap:1rem; align-items:center; padding:.5rem 1rem; border-bottom:1px solid var(--line); flex-wrap:wrap; }
 header nav a { margin-right:.75rem; color:var(--accent); text-decoration:none; }
 header nav a.current { font-weight:700; color:var(--fg); }
-header .who { margin-left:auto; color:var(--muted); }
+header .who { margin-left:auto; color:var(--muted); } header .who label { display:inline-flex; flex-direction:row; gap:.3rem; align-items:center; }
 main { padding:1rem; max-width:1400px; }
 h1 { font-size:1.3rem; margin:.2rem 0 1rem; } h2 { font-size:1.05rem; margin:1.2rem 0 .5rem; }
 table { border-collapse:collapse; width:100%; margin-bottom:1rem; }

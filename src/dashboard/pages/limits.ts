@@ -13,10 +13,10 @@ export function bound(l: Pick<LimitRecord, 'type' | 'max' | 'perMs'> & { keyed?:
 /** A limit's state in the words an operator asks in: is anything held back by it? */
 function status(l: LimitRecord): Html {
   if (l.waiting > 0 && (l.fullKeys > 0 || (!l.keyed && l.inUse >= l.max))) {
-    return html`<span class="warn">full — ${l.waiting.toLocaleString('en')} due jobs wait for it (limited, not stuck)</span>`;
+    return html`<span class="warn">full — ${l.waiting.toLocaleString('en')} ${l.waiting === 1 ? 'due job waits' : 'due jobs wait'} for it (limited, not stuck)</span>`;
   }
   if (l.fullKeys > 0 || (!l.keyed && l.inUse >= l.max)) return html`<span class="warn">full, nothing waiting</span>`;
-  if (l.waiting > 0) return html`<span class="muted">${l.waiting} due jobs carry it; it has room</span>`;
+  if (l.waiting > 0) return html`<span class="muted">${l.waiting} due ${l.waiting === 1 ? 'job carries' : 'jobs carry'} it; it has room</span>`;
   return html`<span class="ok">room</span>`;
 }
 
@@ -34,7 +34,7 @@ export const limitsPage = definePage({
       <p class="muted">A due job that waits for a full limit is <b>limited</b>, not stuck: it starts when a slot frees or the window opens. See docs/flow-control.md.</p>
       <div data-live="limits">
         ${table(
-          ['limit', 'bound', 'in use', 'keys at their limit', 'due jobs waiting', 'status', 'busiest keys', 'registered'],
+          ['limit', 'bound', 'in use', 'keys at their limit', 'due jobs waiting', 'status', 'busiest keys', 'declared'],
           limits.map(
             (l) =>
               html`<tr data-limit="${l.name}">
