@@ -31,6 +31,8 @@ export interface NightshiftConfig {
     preparedStatements?: boolean | 'auto';
     /** A direct URL for the LISTEN connection when `url` goes through a transaction-mode pooler (docs/poolers.md). Default: `url`. */
     listenUrl?: string;
+    /** `statement_timeout` of this process's connections, in ms (none by default; `nightshift dashboard` uses `dashboard.statementTimeoutMs`). */
+    statementTimeoutMs?: number;
     /** Fail start-up when `replicas` processes would exceed the server's connections. */
     budget?: { replicas?: number; maxConnectionsPerProcess?: number };
   };
@@ -97,6 +99,7 @@ export const CONFIG_OPTION_PATHS: Readonly<Record<string, string>> = Object.free
   maxConnections: 'database.maxConnections',
   preparedStatements: 'database.preparedStatements',
   listenDatabaseUrl: 'database.listenUrl',
+  statementTimeoutMs: 'database.statementTimeoutMs',
   budget: 'database.budget',
   redisUrl: 'redis.url',
   concurrency: 'worker.concurrency',
