@@ -41,7 +41,7 @@ describe('seed 002: roles, the invoice sweep, the drain', () => {
     expect(dflt.api).toBeDefined();
     expect(headless.api).toBeUndefined();
     const procs = await ns.listProcesses();
-    const byPid = new Map(procs.map((p) => [p.pid, p]));
+    const byPid = new Map(procs.map((p) => [p.pid, { roles: p.roles, info: p.info as { kinds: string[]; schedules: string[] } }]));
     expect(byPid.get(dflt.proc.pid)!.roles).toEqual(['api', 'outbox-worker']);
     expect(byPid.get(dflt.proc.pid)!.info.kinds.sort()).toEqual(['outbox-event', 'publish-payment-notification', 'publish-status']);
     expect(byPid.get(headless.proc.pid)!.roles).toEqual(['psp-worker', 'invoice-expiry']);
