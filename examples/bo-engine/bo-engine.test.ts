@@ -125,7 +125,7 @@ describe('seed 000: the bo-engine worker table as one config', () => {
       const enqueued = ticks.filter((k) => k.outcome === 'enqueued');
       expect(new Set(enqueued.map((k) => k.job_id)).size).toBe(enqueued.length);
       for (let i = 1; i < ticks.length; i++) expect(ticks[i]!.tick_at.getTime() - ticks[i - 1]!.tick_at.getTime(), `${schedule} gap`).toBe(2_000);
-      const jobs = (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = $1`, [schedule])).rows[0].n;
+      const jobs = (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = $1`, [schedule])).rows[0].n;
       expect(jobs).toBe(enqueued.length);
     }
     // The seed daemon: tokens strictly increase with time, and no token was used by two processes.

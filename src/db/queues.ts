@@ -30,7 +30,11 @@ FROM (
     count(*) FILTER (WHERE state IN ('held', 'abandoned')) AS held,
     count(*) FILTER (WHERE state = 'discarded') AS failed,
     min(run_at) FILTER (WHERE state = 'available' AND run_at <= now()) AS oldest_available
-  FROM ${s}.jobs GROUP BY queue
+  -- Finished jobs are in the history (migration 0008): only the discarded ones count here, and
+  -- the state filter keeps the scan to their partitions.
+  FROM (SELECT queue, state, run_at FROM ${s}.jobs
+        UNION ALL SELECT queue, state, run_at FROM ${s}.jobs_history WHERE state = 'discarded') j
+  GROUP BY queue
 ) c FULL JOIN ${s}.queues q ON q.name = c.queue
 ORDER BY 1`,
     ),

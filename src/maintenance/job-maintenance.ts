@@ -57,14 +57,39 @@ export class JobMaintenance {
     }
   }
 
-  /** Deletes finished jobs older than their state's retention. Returns how many per state. */
+  /**
+   * Moves finished rows from `jobs` to the history (jobs that did not finish by completing, and
+   * rows an older version completed in place). Returns how many.
+   */
+  async archive(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.db.maintenance.archive({ limit: BATCH });
+      total += n;
+      if (n < BATCH) return total;
+    }
+  }
+
+  /**
+   * Deletes finished jobs older than their state's retention: whole days of history are dropped
+   * (O(1) however many jobs a day held), then the rows no day drop takes (the default partitions,
+   * and today under a retention shorter than a day). Makes the coming days' partitions first.
+   * Returns how many jobs went per state.
+   */
   async prune(retention: Retention = DEFAULT_RETENTION): Promise<Partial<Record<JobState, number>>> {
+    await this.db.maintenance.ensurePartitions({ back: 1, ahead: 3 });
+    await this.archive();
     const result: Partial<Record<JobState, number>> = {};
     for (const [state, ms] of Object.entries({ ...DEFAULT_RETENTION, ...retention })) {
       if (ms === false || ms === undefined) continue;
       let n = 0;
       for (;;) {
-        const deleted = await this.db.maintenance.prune({ state, olderThanMs: ms, limit: BATCH });
+        const dropped = await this.db.maintenance.pruneDay({ state, olderThanMs: ms });
+        if (typeof dropped !== 'number') break; // none left that old, or its lock was busy: next time
+        n += dropped;
+      }
+      for (;;) {
+        const deleted = await this.db.maintenance.pruneRows({ state, olderThanMs: ms, limit: BATCH });
         n += deleted;
         if (deleted < BATCH) break;
       }

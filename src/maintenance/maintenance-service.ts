@@ -86,6 +86,7 @@ export class MaintenanceService extends BaseService {
     this.tasks = [
       task('rescue', every, () => m.rescue().then(report('rescue'))),
       task('expire', every, () => m.expire().then(report('expire'))),
+      task('archive', every, () => m.archive().then(report('archive'))),
       task('prune', Math.max(every, 60_000), () => m.prune(this.o.retention)),
     ];
     for (const t of this.tasks) void t.start();
