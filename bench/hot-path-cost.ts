@@ -5,7 +5,11 @@
  * after each `--sql` variant (DDL applied to a fresh schema), so a schema change can be judged on
  * the database cost alone.
  *
- *   npx tsx bench/hot-path-cost.ts [--jobs 50000] [--batch 500] [--variant 'name=SQL; SQL' ...]
+ *   npx tsx bench/hot-path-cost.ts [--jobs 50000] [--batch 500] [--variant 'name=SQL; SQL' ...] [--limits]
+ *
+ * --limits runs each variant a second time with fleet-wide limits on the kind that the run never
+ * hits (a global concurrency limit, one per key over 100 keys, a rate limit), claimed by the
+ * limited claim: the database cost of flow control when it does not hold anything back.
  *
  * SQL in a variant may name the schema as {s}.
  */
@@ -18,6 +22,8 @@ import { createPool } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../src/dev/embedded-postgres.js';
 import { createNightshift, defineJob } from '../src/index.js';
 import { silentLogger } from '../src/telemetry/logger.js';
+import { limitRow } from '../src/jobs/limits.js';
+import { limitPlan } from '../src/worker/limit-plan.js';
 import { SERVER_FLAGS } from './server.js';
 
 const { values } = parseArgs({
@@ -26,18 +32,21 @@ const { values } = parseArgs({
     batch: { type: 'string', default: '500' },
     variant: { type: 'string', multiple: true, default: [] },
     rounds: { type: 'string', default: '2' },
+    limits: { type: 'boolean', default: false },
   },
 });
 const jobs = Number(values.jobs);
 const batch = Number(values.batch);
-const variants: [string, string][] = [['as migrated', ''], ...values.variant!.map((v) => v.split(/=(.*)/s).slice(0, 2) as [string, string])];
+const base: [string, string][] = [['as migrated', ''], ...values.variant!.map((v) => v.split(/=(.*)/s).slice(0, 2) as [string, string])];
+const variants: [string, string, boolean][] = base.flatMap(([n, q]) => (values.limits ? [[n, q, false] as [string, string, boolean], [`${n}, limited`, q, true] as [string, string, boolean]] : [[n, q, false] as [string, string, boolean]]));
+const NOT_HIT = { concurrency: [{ limit: 100_000 }, { limit: 10_000, key: (p: { i: number }) => String(p.i % 100) }], rateLimit: { limit: 1_000_000, per: 1_000 } };
 
 const server = await startEmbeddedPostgres({ flags: SERVER_FLAGS });
 try {
   for (let round = 1; round <= Number(values.rounds); round++) {
-    for (const [name, sql] of variants) {
+    for (const [name, sql, limited] of variants) {
       const schema = `hp_${round}_${name.replace(/\W+/g, '_').toLowerCase()}`;
-      const noop = defineJob({ kind: 'bench.noop', payload: z.object({ i: z.number() }), run: () => undefined });
+      const noop = defineJob({ kind: 'bench.noop', payload: z.object({ i: z.number() }), run: () => undefined, ...(limited ? NOT_HIT : {}) });
       const ns = createNightshift({ databaseUrl: server.url, schema, jobs: [noop], logger: silentLogger() });
       await ns.migrate();
       const admin = new pg.Client({ connectionString: server.url });
@@ -54,6 +63,8 @@ try {
 
       const pool = createPool({ connectionString: server.url, max: 1, applicationName: 'hot-path' });
       const db = new Database(pool, schema);
+      const plan = limited ? limitPlan([noop], []) : undefined;
+      if (limited) await db.limits.register(noop.limits.map(limitRow));
       let claimMs = 0;
       let completeMs = 0;
       let done = 0;
@@ -64,11 +75,14 @@ try {
       const start = performance.now();
       for (;;) {
         const c0 = performance.now();
-        const r = await pool.pool.query<{ id: string; lease_token: string }>({ ...db.jobs.statements.claim, values: ['default', ['bench.noop'], batch, 'cost', 30_000, batch] });
+        const r = limited
+          ? await pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.limits.statements.claim, values: ['default', ['bench.noop'], batch, 'cost', 30_000, batch, plan!.names, JSON.stringify(plan!.defaults), plan!.queueKeys] })
+          : await pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.jobs.statements.claim, values: ['default', ['bench.noop'], batch, 'cost', 30_000, batch] });
+        r.rows = r.rows.filter((x) => x.id !== null);
         claimMs += performance.now() - c0;
         if (r.rows.length === 0) break;
         const c1 = performance.now();
-        await pool.pool.query({ ...db.jobs.statements.complete, values: [r.rows.map((x) => x.id), r.rows.map((x) => x.lease_token)] });
+        await pool.pool.query({ ...db.jobs.statements.complete, values: [r.rows.map((x) => x.id!), r.rows.map((x) => x.lease_token)] });
         completeMs += performance.now() - c1;
         done += r.rows.length;
       }

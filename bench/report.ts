@@ -3,7 +3,7 @@ import type { Sizes } from './scenarios.js';
 import { summarise, type Summary } from './stats.js';
 import { STREAM_MEASURES, type StreamResults } from './streams/scenario.js';
 
-type SystemId = 'nightshift' | 'graphile-worker' | 'pg-boss';
+type SystemId = 'nightshift' | 'nightshift-limited' | 'graphile-worker' | 'pg-boss';
 
 /** Everything one benchmark run produced. */
 export interface BenchResults {

@@ -18,7 +18,7 @@ const matrixModules = join(root, 'test', 'matrix', 'node_modules');
 
 /**
  * The core suite: enqueue, claim, complete, retry, rescue, schedules, leases, fencing, the SQL
- * enqueue function, bad input at the API, and the CLI — the files that exercise the database
+ * enqueue function, bad input at the API, pipeline transitions, and the CLI — the files that exercise the database
  * (where a major differs) and real child processes (where a Node version differs). About a minute.
  */
 export const CORE_FILES = [
@@ -44,6 +44,7 @@ export const CORE_FILES = [
   'test/leadership/daemon-runner.test.ts',
   'test/bad-input/sql.test.ts',
   'test/bad-input/api.test.ts',
+  'test/pipelines/failures.test.ts',
   'test/cli/cli.test.ts',
   'test/cli/binary.test.ts',
 ];

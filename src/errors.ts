@@ -11,5 +11,7 @@ export * from './errors/input.js';
 export * from './errors/database.js';
 export * from './errors/jobs.js';
 export * from './errors/leadership.js';
+export * from './errors/watchdog.js';
 export * from './errors/streams.js';
 export * from './errors/runtime.js';
+export * from './errors/pipelines.js';

@@ -8,6 +8,8 @@ export async function loadSystem(id: string): Promise<SystemAdapter> {
   switch (id) {
     case 'nightshift':
       return (await import('./nightshift.js')).nightshiftAdapter;
+    case 'nightshift-limited':
+      return (await import('./nightshift.js')).nightshiftLimitedAdapter;
     case 'graphile-worker':
       return (await import('./graphile-worker.js')).graphileWorkerAdapter;
     case 'pg-boss':

@@ -41,7 +41,7 @@ export interface RunningWorker {
 /** A system under test. */
 export interface SystemAdapter {
   /** Short id used in file names and the command line. */
-  readonly id: 'nightshift' | 'graphile-worker' | 'pg-boss';
+  readonly id: 'nightshift' | 'nightshift-limited' | 'graphile-worker' | 'pg-boss';
   /** Display name with version. */
   readonly label: string;
   /** The settings used, for the results (so the comparison can be judged). */

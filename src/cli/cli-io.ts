@@ -43,7 +43,10 @@ export interface CliIo {
    * closes); returns a function that stops listening. The app `dev` runs stops then. Default: never.
    */
   onParentGone?: (listener: () => void) => () => void;
-  /** The logger of `worker` and `dev` (unless the config brings its own). Default: JSON lines to `out`. */
+  /**
+   * The logger of a command (unless the config brings its own). Default: JSON lines to `out`, or to
+   * the `destination` the command names (admin commands log to `err`, so `--json` stays parseable).
+   */
   logger?: (options: LoggerOptions) => Logger;
 }
 
@@ -55,7 +58,7 @@ export interface CliRun {
   readonly cwd: string;
   readonly stops: StopRequests;
   readonly self: CliSelf;
-  /** Makes the logger of a worker or dev process. */
+  /** Makes a command's logger (a worker's and dev's log to `out`, an admin command's to `err`). */
   logger(options: LoggerOptions): Logger;
   /** See {@link CliIo.onParentGone}. */
   onParentGone(listener: () => void): () => void;
@@ -79,7 +82,7 @@ export function cliRun(io: CliIo, defaultSelf: () => CliSelf): CliRun {
     cwd: io.cwd ?? process.cwd(),
     stops: io.stops ?? new StopRequests(),
     self: io.self ?? defaultSelf(),
-    logger: io.logger ?? ((options) => createLogger({ ...options, destination: out })),
+    logger: io.logger ?? ((options) => createLogger({ destination: out, ...options })),
     onParentGone: io.onParentGone ?? (() => () => undefined),
     exitCode: 0,
     line: (text) => void out.write(`${text}\n`),

@@ -53,7 +53,14 @@ export async function cliContext(run: CliRun, g: GlobalOptions): Promise<CliCont
         // about once, so naming saves nothing, and behind a transaction-mode pooler it would only
         // earn a warning in the command's output (docs/poolers.md).
         ...(extra.worker ? {} : { maxConnections: 2, registerProcess: false, maintenance: false, ...(options.preparedStatements === undefined ? { preparedStatements: false } : {}) }),
-        logger: loaded.config.logger ?? run.logger({ level: run.env.NIGHTSHIFT_LOG_LEVEL ?? (extra.worker ? 'info' : 'warn'), ...(loaded.config.redact ? { redact: loaded.config.redact } : {}) }),
+        // An admin command's log lines go to `err`: its `out` is the command's output (--json).
+        logger:
+          loaded.config.logger ??
+          run.logger({
+            level: run.env.NIGHTSHIFT_LOG_LEVEL ?? (extra.worker ? 'info' : 'warn'),
+            ...(loaded.config.redact ? { redact: loaded.config.redact } : {}),
+            ...(extra.worker ? {} : { destination: run.err }),
+          }),
         ...extra.overrides,
       });
     },

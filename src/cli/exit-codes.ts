@@ -14,6 +14,7 @@ const USAGE_CODES = new Set([
   'NS_BUDGET_EXCEEDED',
   'NS_USAGE',
   'NS_PORT_UNAVAILABLE',
+  'NS_UNKNOWN_PIPELINE',
 ]);
 
 /** A usage error raised by the CLI itself (bad flag value, missing database URL, …). */

@@ -1,5 +1,6 @@
 import { ConfigError, closest, type Issue } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
+import type { QueueDefinition } from '../jobs/define-queue.js';
 import type { DaemonDefinition } from '../leadership/define-daemon.js';
 import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
@@ -7,6 +8,9 @@ import type { ConsumerDefinition } from '../streams/define-consumer.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { resolveOptions, type NightshiftOptions } from '../runtime/client-options.js';
+import { isCheckDefinition, type CheckDefinition } from '../watchdog/define-check.js';
+import type { WatchdogOptions } from '../watchdog/watchdog-settings.js';
+import type { PipelineLike } from '../pipelines/define-pipeline.js';
 
 /**
  * The application: what a `nightshift.config.ts` default-exports. Every client option of
@@ -30,6 +34,8 @@ export interface NightshiftConfig {
     budget?: { replicas?: number; maxConnectionsPerProcess?: number };
   };
   jobs?: JobDefinition[];
+  /** Queues with fleet-wide limits (defineQueue); not `worker.queues`, which bounds one process. */
+  queues?: QueueDefinition[];
   /** Daemons (defineDaemon): each runs on exactly one live process among those hosting it. */
   daemons?: DaemonDefinition[];
   /** Schedules (defineSchedule): cron or interval, each tick run exactly once across the fleet. */
@@ -40,6 +46,12 @@ export interface NightshiftConfig {
   streams?: StreamDefinition[];
   /** Stream consumers (defineConsumer), hosted by roles like jobs. */
   consumers?: ConsumerDefinition[];
+  /** Checks (defineCheck), hosted by roles' `checks` (docs/watchdog.md). */
+  checks?: CheckDefinition[];
+  /** Notifiers, the built-in checks' settings, delivery; giving it (or any checks) turns the watchdog on. */
+  watchdog?: WatchdogOptions;
+  /** Pipelines (definePipeline): their step kinds join the jobs (roles may name them); `nightshift pipelines` operates them. */
+  pipelines?: PipelineLike[];
   roles?: Record<string, RoleDefinition>;
   /** How a worker process runs: the client options of the same names. */
   worker?: Pick<
@@ -98,10 +110,14 @@ export const CONFIG_OPTION_PATHS: Readonly<Record<string, string>> = Object.free
   owner: 'worker.owner',
   registerProcess: 'worker.registerProcess',
   jobs: 'jobs',
+  queueDefinitions: 'queues',
   daemons: 'daemons',
   schedules: 'schedules',
   streams: 'streams',
   consumers: 'consumers',
+  checks: 'checks',
+  watchdog: 'watchdog',
+  pipelines: 'pipelines',
   roles: 'roles',
   requiredEnv: 'requiredEnv',
   maxPayloadBytes: 'maxPayloadBytes',
@@ -117,7 +133,7 @@ const sectionKeys = (section: string) => PATHS.filter(([, p]) => p.startsWith(`$
 const TOP = [...new Set(PATHS.map(([, p]) => p.split('.')[0]!))];
 const DATABASE = sectionKeys('database');
 const WORKER = sectionKeys('worker');
-const ROLE = ['jobs', 'queues', 'schedules', 'daemons', 'consumers', 'requiredEnv'];
+const ROLE = ['jobs', 'queues', 'schedules', 'daemons', 'consumers', 'checks', 'requiredEnv'];
 
 function unknownKeys(obj: unknown, known: string[], prefix: string, issues: Issue[]): void {
   if (typeof obj !== 'object' || obj === null) return;
@@ -165,6 +181,17 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
     if (kinds.includes(j.kind)) issues.push({ path: `jobs.${i}`, message: `kind "${j.kind}" is defined twice` });
     kinds.push(j.kind);
   });
+  // A pipeline's kinds are jobs of the config: roles and schedules may name them.
+  const pipelines: string[] = [];
+  (config.pipelines ?? []).forEach((p, i) => {
+    if (typeof p !== 'object' || p === null || typeof p.name !== 'string' || typeof p.spec !== 'object' || p.spec === null) {
+      issues.push({ path: `pipelines.${i}`, message: 'must be a pipeline created with definePipeline' });
+      return;
+    }
+    if (pipelines.includes(p.name)) issues.push({ path: `pipelines.${i}`, message: `pipeline "${p.name}" is defined twice` });
+    pipelines.push(p.name);
+    kinds.push(p.spec.starter.kind, ...p.spec.steps.map((s) => s.kind));
+  });
   const daemons: string[] = [];
   (config.daemons ?? []).forEach((d, i) => {
     if (typeof d !== 'object' || d === null || typeof d.name !== 'string' || typeof d.run !== 'function') {
@@ -196,6 +223,15 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
     }
     if (consumers.includes(c.name)) issues.push({ path: `consumers.${i}`, message: `consumer "${c.name}" is defined twice` });
     consumers.push(c.name);
+  });
+  const checks: string[] = [];
+  (Array.isArray(config.checks) ? config.checks : []).forEach((c, i) => {
+    if (!isCheckDefinition(c)) {
+      issues.push({ path: `checks.${i}`, message: 'must be a check created with defineCheck' });
+      return;
+    }
+    if (checks.includes(c.name)) issues.push({ path: `checks.${i}`, message: `check "${c.name}" is defined twice` });
+    checks.push(c.name);
   });
   for (const [name, role] of Object.entries(config.roles ?? {})) {
     unknownKeys(role, ROLE, `roles.${name}`, issues);

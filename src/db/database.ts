@@ -5,6 +5,7 @@ import { JobLogQueries } from './job-logs.js';
 import { JobMaintenanceQueries } from './jobs-maintenance.js';
 import { JobRunQueries } from './jobs-run.js';
 import { LeaseQueries } from './leases.js';
+import { LimitQueries } from './limits.js';
 import { assertMigrated, migrate, type MigrateResult } from './migrator.js';
 import type { PoolHandle } from './pool.js';
 import { ProcessQueries } from './processes.js';
@@ -14,6 +15,8 @@ import { serverConnections, type ServerConnections } from './server-info.js';
 import { PreparedStatements, StatementSet, type PreparedStatementsMode, type PreparedStatementsOff } from './statements.js';
 import { TestJobQueries } from './test-jobs.js';
 import { validateSchemaName } from './identifiers.js';
+import { WatchdogQueries } from './watchdog.js';
+import { WatchdogBuiltinQueries } from './watchdog-builtins.js';
 
 /**
  * The database of one client: its pool, and every statement of its schema bound to that pool
@@ -34,9 +37,15 @@ export class Database {
   /** Queues (pause, counts), kinds, settings and the audit log. */
   readonly queues: QueueQueries;
   readonly leases: LeaseQueries;
+  /** Flow control: the limited claim, the limits' registration, and their use for operators. */
+  readonly limits: LimitQueries;
   readonly schedules: ScheduleQueries;
   readonly processes: ProcessQueries;
   readonly jobLogs: JobLogQueries;
+  /** Checks, their runs and subjects, and alerts: the watchdog's state machine. */
+  readonly watchdog: WatchdogQueries;
+  /** The built-in checks' reads (read-only, over jobs, leases and processes). */
+  readonly watchdogBuiltins: WatchdogBuiltinQueries;
   readonly channels: { jobs: string; control: string };
   /** The schema's statement builder (the prepared-statement policy every statement shares). */
   readonly statements: StatementSet;
@@ -63,9 +72,12 @@ export class Database {
     this.maintenance = new JobMaintenanceQueries(db, set, this.channels.jobs);
     this.queues = new QueueQueries(db, set, this.channels.control);
     this.leases = new LeaseQueries(db, set);
+    this.limits = new LimitQueries(db, set);
     this.schedules = new ScheduleQueries(db, set);
     this.processes = new ProcessQueries(db, set);
     this.jobLogs = new JobLogQueries(db, set);
+    this.watchdog = new WatchdogQueries(db, set);
+    this.watchdogBuiltins = new WatchdogBuiltinQueries(db, set);
   }
 
   /** The statements of nightshift/testing (made on first use: no worker needs them). */

@@ -23,6 +23,8 @@ export interface JobInsertRow {
    * SQL function (see jobEnqueueViaSql), never by the batch statements below.
    */
   dedupeScope: 'pending' | 'active' | 'ever' | 'within';
+  /** The fleet-wide limits the job holds while it runs (flow control); none when absent or null: see LimitQueries. */
+  limitKeys?: string[] | null;
 }
 
 /** What an insert did for one input row, in input order. */
@@ -42,16 +44,17 @@ WITH input AS MATERIALIZED (
          e.r->>0 AS kind, e.r->>1 AS queue, (e.r->>2)::smallint AS priority, (e.r->>3)::timestamptz AS run_at,
          (e.r->>4)::float8 AS delay_ms, e.r->5 AS payload, (e.r->>6)::int AS max_attempts, (e.r->>7)::bool AS at_most_once,
          e.r->>8 AS dedupe_key, (e.r->>9)::timestamptz AS expires_at, (e.r->>10)::float8 AS max_age_ms,
-         nullif(e.r->11, 'null'::jsonb) AS trace_context
+         nullif(e.r->11, 'null'::jsonb) AS trace_context,
+         CASE WHEN jsonb_typeof(e.r->12) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(e.r->12)) END AS limit_keys
   FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(r, ord)
 )`;
 
-const COLUMNS = `id, kind, queue, priority, run_at, payload, max_attempts, at_most_once, dedupe_key, expires_at, trace_context`;
+const COLUMNS = `id, kind, queue, priority, run_at, payload, max_attempts, at_most_once, dedupe_key, expires_at, trace_context, limit_keys`;
 const VALUES = `id, kind, queue, priority,
          coalesce(run_at, now() + coalesce(delay_ms, 0) * interval '1 millisecond'),
          payload, max_attempts, at_most_once, dedupe_key,
          coalesce(expires_at, now() + max_age_ms * interval '1 millisecond'),
-         trace_context`;
+         trace_context, limit_keys`;
 
 // Rows with a dedupe key: a row absorbed by the dedupe index is matched by its (kind, dedupe_key).
 // DO UPDATE (rather than DO NOTHING) makes RETURNING yield the existing job even when it was
@@ -94,7 +97,8 @@ SELECT id::text, false AS deduped FROM input ORDER BY ord`,
     insertDebounced: set.named<JobInsertResult & { notified: unknown }, [rows: string]>('job_insert_debounced', (s) =>
       conflictText(
         s,
-        'run_at = EXCLUDED.run_at, payload = EXCLUDED.payload',
+        // The payload changes, so do the limit keys computed from it.
+        'run_at = EXCLUDED.run_at, payload = EXCLUDED.payload, limit_keys = EXCLUDED.limit_keys',
         `, CASE WHEN a.id IS NULL THEN pg_notify('${set.schema}:jobs', i.queue || ' ' || ceil(coalesce(i.delay_ms, 0))::bigint) END AS notified`,
       ),
     ),
@@ -121,13 +125,64 @@ SELECT id::text, false AS deduped FROM input ORDER BY ord`,
           expires_at => coalesce($9, now() + $10::float8 * interval '1 millisecond'),
           trace_context => $12::jsonb, delay => $11::float8 * interval '1 millisecond') e`,
     ),
+    // The same, for a job of a limited kind: the limit keys computed from its payload are set by
+    // set_limit_keys in the same statement (so no claim sees the job without them), only on a job
+    // this call inserted.
+    viaSqlLimited: set.named<
+      JobInsertResult,
+      [
+        kind: string,
+        payload: string,
+        queue: string | null,
+        runAt: Date | null,
+        priority: number | null,
+        maxAttempts: number | null,
+        dedupeKey: string | null,
+        debounceMs: number | null,
+        expiresAt: Date | null,
+        maxAgeMs: number | null,
+        delayMs: number | null,
+        traceContext: string | null,
+        limitKeys: readonly string[],
+      ]
+    >(
+      'job_enqueue_sql_limited',
+      (s) => `SELECT e.job_id::text AS id, e.deduped, ${s}.set_limit_keys(e.job_id, $13::text[], NOT e.deduped) AS stamped
+        FROM ${s}.enqueue_job($1, $2::jsonb, queue => $3, run_at => $4, priority => $5,
+          max_attempts => $6, dedupe_key => $7, debounce => $8::float8 * interval '1 millisecond',
+          expires_at => coalesce($9, now() + $10::float8 * interval '1 millisecond'),
+          trace_context => $12::jsonb, delay => $11::float8 * interval '1 millisecond') e`,
+    ),
+    // Throttle (a dedupe-key mode): the first enqueue of a key takes it for $2 ms, in
+    // dedupe_keys (namespaced by a \x01 prefix, so it never meets a key of the other scopes);
+    // a repeat within the window adds nothing and gets the first job. ON CONFLICT DO UPDATE
+    // returns the key's row even when its holder committed after this statement began; an
+    // expired key is taken over. The job keeps its key in dedupe_given, so the pending-scope
+    // index does not apply to it.
+    insertThrottled: set.named<JobInsertResult, [rows: string, throttleMs: number]>(
+      'job_insert_throttled',
+      (s) => `${INPUT(s)}, k AS (
+  INSERT INTO ${s}.dedupe_keys AS d (kind, key, job_id, expires_at)
+  SELECT kind, chr(1) || 'throttle:' || dedupe_key, id, now() + $2::float8 * interval '1 millisecond' FROM input
+  ON CONFLICT (kind, key) DO UPDATE SET
+    job_id = CASE WHEN d.expires_at <= now() THEN EXCLUDED.job_id ELSE d.job_id END,
+    expires_at = CASE WHEN d.expires_at <= now() THEN EXCLUDED.expires_at ELSE d.expires_at END
+  RETURNING d.job_id
+), ins AS (
+  INSERT INTO ${s}.jobs (id, kind, queue, priority, run_at, payload, max_attempts, at_most_once, dedupe_given, dedupe_scope, expires_at, trace_context, limit_keys)
+  SELECT id, kind, queue, priority, coalesce(run_at, now() + coalesce(delay_ms, 0) * interval '1 millisecond'), payload, max_attempts, at_most_once,
+         dedupe_key, 'throttle', coalesce(expires_at, now() + max_age_ms * interval '1 millisecond'), trace_context, limit_keys
+  FROM input WHERE id = (SELECT job_id FROM k)
+)
+SELECT k.job_id::text AS id, k.job_id <> i.id AS deduped FROM k, input i`,
+    ),
   };
 }
 export type JobInsertStatements = ReturnType<typeof jobInsertStatements>;
 
 /** One row as a JSON array, in INPUT's column order; the payload and trace context are JSON already. */
 function rowJson(r: JobInsertRow): string {
-  return `[${JSON.stringify(r.kind)},${JSON.stringify(r.queue)},${r.priority},${r.runAt ? `"${r.runAt.toISOString()}"` : 'null'},${r.delayMs ?? 'null'},${r.payload},${r.maxAttempts},${r.atMostOnce},${r.dedupeKey === null ? 'null' : JSON.stringify(r.dedupeKey)},${r.expiresAt ? `"${r.expiresAt.toISOString()}"` : 'null'},${r.maxAgeMs ?? 'null'},${r.traceContext ?? 'null'}]`;
+  return `[${JSON.stringify(r.kind)},${JSON.stringify(r.queue)},${r.priority},${r.runAt ? `"${r.runAt.toISOString()}"` : 'null'},${r.delayMs ?? 'null'},${r.payload},${r.maxAttempts},${r.atMostOnce},${r.dedupeKey === null ? 'null' : JSON.stringify(r.dedupeKey)},${r.expiresAt ? `"${r.expiresAt.toISOString()}"` : 'null'},${r.maxAgeMs ?? 'null'},${r.traceContext ?? 'null'},${r.limitKeys ? JSON.stringify(r.limitKeys) : 'null'}]`;
 }
 
 /** An enqueue through the schema's SQL function: NULL options take the kind's registered defaults. */
@@ -145,6 +200,8 @@ export interface SqlEnqueueRow {
   maxAgeMs: number | null;
   /** W3C trace context as JSON text, or null. */
   traceContext?: string | null;
+  /** The job's limit keys (a limited kind), set on the job the call inserts. */
+  limitKeys?: readonly string[] | null;
 }
 
 /**
@@ -175,11 +232,39 @@ export class JobInsertQueries {
   }
 
   /**
+   * Inserts one job under a throttle: the first enqueue of its (kind, dedupe key) within
+   * `throttleMs` inserts it; a repeat within the window inserts nothing and returns that job
+   * (`deduped`).
+   */
+  async insertThrottled(p: { row: JobInsertRow; throttleMs: number; db?: Executor }): Promise<JobInsertResult> {
+    const [out] = await run(p.db ?? this.pool, this.statements.insertThrottled, [`[${rowJson(p.row)}]`, p.throttleMs]);
+    return out!;
+  }
+
+  /**
    * Enqueues through the SQL `enqueue_job()` function: kinds this process does not define (e.g. the
    * CLI), and keys of the `active`, `ever` and `within` dedupe scopes, whose rules live there. The
    * function says itself whether an existing job absorbed the call.
    */
   async viaSql(r: SqlEnqueueRow & { db?: Executor }): Promise<JobInsertResult> {
+    if (r.limitKeys) {
+      const [row] = await run(r.db ?? this.pool, this.statements.viaSqlLimited, [
+        r.kind,
+        r.payload,
+        r.queue,
+        r.runAt,
+        r.priority,
+        r.maxAttempts,
+        r.dedupeKey,
+        r.debounceMs,
+        r.expiresAt,
+        r.maxAgeMs,
+        r.delayMs,
+        r.traceContext ?? null,
+        r.limitKeys,
+      ]);
+      return { id: row!.id, deduped: row!.deduped };
+    }
     const [row] = await run(r.db ?? this.pool, this.statements.viaSql, [
       r.kind,
       r.payload,

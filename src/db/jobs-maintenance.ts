@@ -87,14 +87,16 @@ SELECT count(*)::int AS n FROM moved`,
     ),
     // The day partitions of the history from `back` days ago to `ahead` days ahead (made once).
     ensurePartitions: set.plain<{ made: number }, [back: number, ahead: number]>((s) => `SELECT ${s}.history_partitions_ensure($1, $2) AS made`),
-    // One whole day of a state's history older than the retention: dropped with its logs and keys
-    // (NULL when no partition is that old, 0 when its lock was busy). See migration 0008.
-    pruneDay: set.plain<{ n: string | null }, [state: string, olderThanMs: number]>(
-      (s) => `SELECT ${s}.history_prune($1, $2::float8 * interval '1 millisecond')::text AS n`,
+    // One whole day of a state's history older than the retention: dropped with its logs and keys,
+    // the spared kinds' rows kept (NULL when no partition is that old, 0 when its lock was busy).
+    // See migration 0008.
+    pruneDay: set.plain<{ n: string | null }, [state: string, olderThanMs: number, spared: readonly string[]]>(
+      (s) => `SELECT ${s}.history_prune($1, $2::float8 * interval '1 millisecond', $3::text[])::text AS n`,
     ),
-    // Rows no whole-day drop takes: the default partitions, and the current day under a short retention.
-    pruneRows: set.plain<{ n: number }, [state: string, olderThanMs: number, limit: number]>(
-      (s) => `SELECT ${s}.history_prune_rows($1, $2::float8 * interval '1 millisecond', $3)::int AS n`,
+    // Rows no whole-day drop takes: the default partitions; with onlyDefault false, also the day
+    // partitions (a retention under a day, a kind's retention shorter than its state's).
+    pruneRows: set.plain<{ n: number }, [state: string, olderThanMs: number, limit: number, kinds: readonly string[] | null, spared: readonly string[], onlyDefault: boolean]>(
+      (s) => `SELECT ${s}.history_prune_rows($1, $2::float8 * interval '1 millisecond', $3, $4::text[], $5::text[], $6)::int AS n`,
     ),
     // 'within' keys past their period hold nothing; deleting them only keeps the table small.
     pruneKeys: set.plain<never, [limit: number]>(
@@ -148,15 +150,19 @@ export class JobMaintenanceQueries {
    * Drops the oldest day of `state`'s history that is entirely older than `olderThanMs`: the jobs
    * it held (a number), `busy` when its lock was not free soon enough, `none` when no day is that old.
    */
-  async pruneDay(p: { state: string; olderThanMs: number }): Promise<number | 'busy' | 'none'> {
-    const [row] = await run(this.db, this.st.pruneDay, [p.state, p.olderThanMs]);
+  async pruneDay(p: { state: string; olderThanMs: number; spared: readonly string[] }): Promise<number | 'busy' | 'none'> {
+    const [row] = await run(this.db, this.st.pruneDay, [p.state, p.olderThanMs, p.spared]);
     if (row?.n === null || row?.n === undefined) return 'none';
     return row.n === '0' ? 'busy' : Number(row.n);
   }
 
-  /** Deletes up to `limit` of `state`'s finished jobs older than `olderThanMs` that no day drop takes; returns how many. */
-  async pruneRows(p: { state: string; olderThanMs: number; limit: number }): Promise<number> {
-    const [row] = await run(this.db, this.st.pruneRows, [p.state, p.olderThanMs, p.limit]);
+  /**
+   * Deletes up to `limit` of `state`'s finished jobs older than `olderThanMs`, of `kinds` (null:
+   * any) but not of `spared`: from the default partition only, or (onlyDefault false) from the
+   * whole state. Returns how many.
+   */
+  async pruneRows(p: { state: string; olderThanMs: number; limit: number; kinds: readonly string[] | null; spared: readonly string[]; onlyDefault: boolean }): Promise<number> {
+    const [row] = await run(this.db, this.st.pruneRows, [p.state, p.olderThanMs, p.limit, p.kinds, p.spared, p.onlyDefault]);
     return row?.n ?? 0;
   }
 

@@ -5,6 +5,7 @@ import type { JobControl } from './job-control.js';
 import { isPayloadSchema, type PayloadSchema, type SchemaInput, type SchemaOutput } from './standard-schema.js';
 import type { EnqueueOptions, EnqueueResult } from './enqueue-options.js';
 import { nameProblem } from './names.js';
+import { resolveLimits, type ConcurrencyLimit, type OneOrMany, type RateLimit, type ResolvedLimit } from './limits.js';
 
 /** Delivery guarantee of a kind. */
 export type Delivery = 'at-least-once' | 'at-most-once';
@@ -22,6 +23,12 @@ export type DedupeScope = 'pending' | 'active' | 'ever' | { withinMs: number };
 export function scopeName(scope: DedupeScope): 'pending' | 'active' | 'ever' | 'within' {
   return typeof scope === 'object' ? 'within' : scope;
 }
+
+/**
+ * How long finished jobs of one kind are kept, per state, in ms (`false`: forever): overrides the
+ * client's `retention` for that kind and state (seed 001: recovery logs 14 days, settlement 30).
+ */
+export type KindRetention = Partial<Record<'completed' | 'discarded' | 'cancelled' | 'expired', number | false>>;
 
 /** A logger as handlers see it (a pino logger fits). */
 export interface JobLogger {
@@ -101,6 +108,20 @@ export interface JobOptions<S extends PayloadSchema> {
    * the caller's.
    */
   onResolve?: (resolution: ResolveInfo<SchemaOutput<S>>, tx: Executor) => Promise<void> | void;
+  /**
+   * How long finished jobs of this kind (and the lines their handlers logged) are kept, per state;
+   * states left out follow the client's `retention`. Default: the client's. A client that deletes
+   * completed jobs as they complete (`retention.completed: 0`) keeps none, whatever this says.
+   */
+  retention?: KindRetention;
+  /**
+   * At most `limit` jobs of this kind running at once across the fleet; with `key`, per key
+   * (`{ limit: 1, key: (p) => p.coupleId }`). A list applies every limit (per key and in total).
+   * Enforced in the claim, counted from the leases really held (docs/flow-control.md). Default: none.
+   */
+  concurrency?: OneOrMany<ConcurrencyLimit<SchemaOutput<S>>>;
+  /** At most `limit` starts per `per` ms across the fleet, globally or per key; a list applies each. Default: none. */
+  rateLimit?: OneOrMany<RateLimit<SchemaOutput<S>>>;
 }
 
 /** What `onResolve` learns about the resolve. */
@@ -129,9 +150,13 @@ export interface JobDefinition<S extends PayloadSchema = PayloadSchema> {
   readonly requiredEnv: readonly string[];
   readonly dedupeScope: DedupeScope;
   readonly onResolve: ((resolution: ResolveInfo<SchemaOutput<S>>, tx: Executor) => Promise<void> | void) | undefined;
+  readonly retention?: Readonly<KindRetention>;
+  /** The kind's fleet-wide limits (concurrency, then rate), with their stable names; empty when none. */
+  readonly limits: readonly ResolvedLimit[];
 }
 
-const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery', 'requiredEnv', 'dedupeScope', 'onResolve'];
+const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery', 'requiredEnv', 'dedupeScope', 'onResolve', 'retention', 'concurrency', 'rateLimit'];
+const RETENTION_STATES = ['completed', 'discarded', 'cancelled', 'expired'];
 
 /** Environment variable names: letters, digits and _, not starting with a digit. */
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -196,6 +221,16 @@ export function defineJob<S extends PayloadSchema>(options: JobOptions<S>): JobD
   }
   if (o.onResolve !== undefined && typeof o.onResolve !== 'function') issues.push({ path: 'onResolve', message: 'must be a function (resolution, tx) => …' });
   issues.push(...requiredEnvProblems(o.requiredEnv, 'requiredEnv'));
+  if (o.retention !== undefined) {
+    if (typeof o.retention !== 'object' || o.retention === null || Array.isArray(o.retention)) issues.push({ path: 'retention', message: 'must be an object such as { completed: 14 * 86_400_000 }' });
+    else {
+      for (const [state, ms] of Object.entries(o.retention)) {
+        if (!RETENTION_STATES.includes(state)) issues.push(unknownKey(`retention.${state}`, RETENTION_STATES.map((x) => `retention.${x}`)));
+        else if (ms !== false && !isInt(ms, 0, 100 * 365 * 86_400_000)) issues.push({ path: `retention.${state}`, message: 'must be a whole number of milliseconds ≥ 0 (up to 100 years), or false to keep them' });
+      }
+    }
+  }
+  const limits = resolveLimits(`kind:${String(o.kind)}`, o, issues);
   const label = typeof o.kind === 'string' ? `job "${o.kind}"` : 'job definition';
   if (issues.length) throw new ConfigError(label, issues);
   return Object.freeze({
@@ -211,6 +246,8 @@ export function defineJob<S extends PayloadSchema>(options: JobOptions<S>): JobD
     requiredEnv: Object.freeze([...(options.requiredEnv ?? [])]),
     dedupeScope: typeof options.dedupeScope === 'object' ? Object.freeze({ withinMs: options.dedupeScope.withinMs }) : (options.dedupeScope ?? 'pending'),
     onResolve: options.onResolve,
+    ...(options.retention !== undefined ? { retention: Object.freeze({ ...options.retention }) } : {}),
+    limits: Object.freeze(limits),
   });
 }
 

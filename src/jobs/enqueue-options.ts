@@ -24,6 +24,11 @@ export interface EnqueueOptions {
   dedupeKey?: string;
   /** With `dedupeKey`: a repeat within the window moves the pending job to now + debounceMs and keeps the latest payload. */
   debounceMs?: number;
+  /**
+   * With `dedupeKey`: the first enqueue of the key runs; repeats within this many ms of it add
+   * nothing and return that job with `deduped: true, throttled: true` (whatever became of it).
+   */
+  throttleMs?: number;
   /** Your own pg client inside a transaction: the job commits or rolls back with it (outbox pattern). */
   db?: Executor;
   /** W3C trace context (`traceparent`, `tracestate`) to continue when the job runs. */
@@ -36,6 +41,8 @@ export interface EnqueueResult {
   id: string;
   /** True when a pending job with the same dedupe key absorbed this enqueue. */
   deduped: boolean;
+  /** Present (true) when a throttle dropped this enqueue: `id` is the job that took the key within the window. */
+  throttled?: true;
 }
 
 const OPTION_KEYS = [
@@ -48,6 +55,7 @@ const OPTION_KEYS = [
   'maxAgeMs',
   'dedupeKey',
   'debounceMs',
+  'throttleMs',
   'db',
   'traceContext',
 ];
@@ -101,6 +109,8 @@ function checkMs(value: unknown, path: string, issues: Issue[], min: number): nu
 export interface ResolvedEnqueue {
   row: JobInsertRow;
   debounced: boolean;
+  /** The throttle window (throttleMs), or null. */
+  throttleMs: number | null;
   db: Executor | undefined;
 }
 
@@ -155,6 +165,12 @@ export function resolveEnqueueOptions(def: JobDefinition, options: EnqueueOption
     if (o.runAt !== undefined || o.delayMs !== undefined) issues.push({ path: 'debounceMs', message: 'sets the run time itself; drop runAt/delayMs' });
     if (scope !== 'pending') issues.push({ path: 'debounceMs', message: `moves a pending job, so it needs the 'pending' dedupe scope; kind "${def.kind}" has '${scope}'` });
   }
+  const throttleMs = checkMs(o.throttleMs, 'throttleMs', issues, 1);
+  if (throttleMs !== null) {
+    if (o.dedupeKey === undefined) issues.push({ path: 'throttleMs', message: 'needs a dedupeKey: a throttle drops repeats of the same key' });
+    if (o.debounceMs !== undefined) issues.push({ path: 'throttleMs', message: 'give debounceMs (keep the last) or throttleMs (keep the first), not both' });
+    if (scope !== 'pending') issues.push({ path: 'throttleMs', message: `is a dedupe mode of its own; kind "${def.kind}" has the '${scope}' dedupe scope` });
+  }
   if (o.db !== undefined && !isExecutor(o.db)) issues.push({ path: 'db', message: 'must be a pg Client, PoolClient or Pool (something with query())' });
   let traceContext: string | null = null;
   if (o.traceContext !== undefined) {
@@ -178,8 +194,10 @@ export function resolveEnqueueOptions(def: JobDefinition, options: EnqueueOption
       maxAgeMs,
       traceContext,
       dedupeScope: scope,
+      limitKeys: null,
     },
     debounced: debounceMs !== null,
+    throttleMs,
     db: o.db as Executor | undefined,
   };
 }

@@ -7,7 +7,8 @@ import type { JobDefinition } from './define-job.js';
 import { resolveEnqueueOptions, type EnqueueOptions, type EnqueueResult, type ResolvedEnqueue } from './enqueue-options.js';
 import { InsertBatcher } from './insert-batcher.js';
 import { kindRow, type JobRegistry } from './job-registry.js';
-import { serialisePayload, toJson } from './payload.js';
+import { limitKeys } from './limits.js';
+import { serialisePayload, serialiseWithOutput, toJson } from './payload.js';
 import { endProducerSpan, startProducerSpan } from '../telemetry/tracing.js';
 
 /** Options for one payload of a bulk enqueue: shared, or computed per payload. */
@@ -63,13 +64,13 @@ export class Enqueuer {
   async enqueue(job: JobDefinition | string, payload: unknown, options?: EnqueueOptions): Promise<EnqueueResult> {
     if (this.stopped && !options?.db) throw new StoppedError('enqueue');
     const def = this.registry.resolve(job);
-    const json = await serialisePayload(def.kind, def.schema, payload, this.maxPayloadBytes);
-    const r = resolveEnqueueOptions(def, options, json);
+    const r = await this.resolve(def, payload, options);
     const trace = startProducerSpan(def.kind, r.row.queue, r.row.traceContext);
     if (trace.carrier) r.row.traceContext = JSON.stringify(trace.carrier);
     let result: JobInsertResult;
     try {
-      if (isScoped(r.row)) result = await this.insertScoped(r.db, def, r);
+      if (r.throttleMs !== null) result = throttledResult(await this.db.inserts.insertThrottled({ row: r.row, throttleMs: r.throttleMs, db: r.db }));
+      else if (isScoped(r.row)) result = await this.insertScoped(r.db, def, r);
       else if (r.db || r.row.dedupeKey !== null) [result] = (await this.db.inserts.insert({ rows: [r.row], debounced: r.debounced, db: r.db })) as [JobInsertResult];
       else result = await this.batcher.add(r.row);
     } catch (err) {
@@ -93,14 +94,11 @@ export class Enqueuer {
     const resolved: ResolvedEnqueue[] = [];
     for (let i = 0; i < payloads.length; i++) {
       const opts = typeof options === 'function' ? options(payloads[i]!, i) : options;
-      const json = await serialisePayload(def.kind, def.schema, payloads[i], this.maxPayloadBytes).catch((err: unknown) => {
-        throw withIndex(err, i);
-      });
-      try {
-        resolved.push(resolveEnqueueOptions(def, opts, json));
-      } catch (err) {
-        throw withIndex(err, i);
-      }
+      resolved.push(
+        await this.resolve(def, payloads[i], opts).catch((err: unknown) => {
+          throw withIndex(err, i);
+        }),
+      );
     }
     if (resolved.length === 0) return [];
     const dbs = new Set(resolved.map((r) => r.db));
@@ -139,6 +137,9 @@ export class Enqueuer {
     const pseudo = { kind, queue: 'default', priority: 0, maxAttempts: 1, delivery: 'at-least-once' } as JobDefinition;
     const r = resolveEnqueueOptions(pseudo, options, json);
     const o = options ?? {};
+    if (r.throttleMs !== null) {
+      throw new OptionsInvalidError(`enqueue options for "${kind}"`, [{ path: 'throttleMs', message: "needs the kind's definition in this client (a throttle is written with the kind's defaults)" }]);
+    }
     const result = await this.db.inserts.viaSql({
       db: r.db,
       kind,
@@ -181,7 +182,22 @@ export class Enqueuer {
       expiresAt: row.expiresAt,
       maxAgeMs: row.maxAgeMs,
       traceContext: row.traceContext,
+      limitKeys: row.limitKeys,
     });
+  }
+
+  /**
+   * Validates the payload and the options into the row to insert; a limited kind's keys are
+   * computed from the schema's output (its key functions), so a key that cannot be computed
+   * fails the enqueue before anything is written.
+   */
+  private async resolve(def: JobDefinition, payload: unknown, options: EnqueueOptions | undefined): Promise<ResolvedEnqueue> {
+    const limits = def.limits ?? [];
+    if (limits.length === 0) return resolveEnqueueOptions(def, options, await serialisePayload(def.kind, def.schema, payload, this.maxPayloadBytes));
+    const { json, output } = await serialiseWithOutput(def.kind, def.schema, payload, this.maxPayloadBytes);
+    const r = resolveEnqueueOptions(def, options, json);
+    r.row.limitKeys = limitKeys(def.kind, limits, output);
+    return r;
   }
 
   private readonly registered = new Set<string>();
@@ -202,16 +218,19 @@ export class Enqueuer {
       const round: typeof remaining = [];
       const later: typeof remaining = [];
       for (const item of remaining) {
-        const key = item.r.row.dedupeKey === null ? null : `${item.r.debounced}:${item.r.row.dedupeKey}`;
+        const key = item.r.row.dedupeKey === null ? null : `${item.r.throttleMs !== null ? 't' : item.r.debounced}:${item.r.row.dedupeKey}`;
         if (key !== null && seen.has(key)) later.push(item);
         else {
           if (key !== null) seen.add(key);
           round.push(item);
         }
       }
-      for (const x of round.filter((x) => isScoped(x.r.row))) results[x.i] = await this.insertScoped(tx, def, x.r);
+      for (const x of round.filter((x) => x.r.throttleMs !== null)) {
+        results[x.i] = throttledResult(await this.db.inserts.insertThrottled({ row: x.r.row, throttleMs: x.r.throttleMs!, db: tx }));
+      }
+      for (const x of round.filter((x) => x.r.throttleMs === null && isScoped(x.r.row))) results[x.i] = await this.insertScoped(tx, def, x.r);
       for (const debounced of [false, true]) {
-        const part = round.filter((x) => x.r.debounced === debounced && !isScoped(x.r.row));
+        const part = round.filter((x) => x.r.debounced === debounced && x.r.throttleMs === null && !isScoped(x.r.row));
         for (const chunk of chunks(part, (x) => x.r.row.payload.length)) {
           const out = await this.db.inserts.insert({ rows: chunk.map((x) => x.r.row) as JobInsertRow[], debounced, db: tx });
           chunk.forEach((x, k) => (results[x.i] = out[k]!));
@@ -226,6 +245,11 @@ export class Enqueuer {
     if (!this.events.wants('job.enqueued')) return;
     this.events.emit({ type: 'job.enqueued', jobId: result.id, kind: row.kind, queue: row.queue, deduped: result.deduped });
   }
+}
+
+/** A throttled insert's result: a dropped repeat says so. */
+function throttledResult(r: JobInsertResult): EnqueueResult {
+  return r.deduped ? { id: r.id, deduped: true, throttled: true } : { id: r.id, deduped: false };
 }
 
 /** Whether a row's key holds in a scope other than `pending` (written through the SQL function). */

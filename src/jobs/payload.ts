@@ -16,6 +16,12 @@ export async function serialisePayload(kind: string, schema: PayloadSchema, valu
   return toJson(kind, value, maxBytes);
 }
 
+/** As {@link serialisePayload}, also returning the schema's output (what a limit's key function reads). */
+export async function serialiseWithOutput(kind: string, schema: PayloadSchema, value: unknown, maxBytes: number): Promise<{ json: string; output: unknown }> {
+  const output = await validated(kind, schema, value);
+  return { json: toJson(kind, value, maxBytes), output };
+}
+
 /** Runs the schema; the output value, or NS_PAYLOAD_INVALID with a path per issue. */
 async function validated(kind: string, schema: PayloadSchema, value: unknown): Promise<unknown> {
   let result = schema['~standard'].validate(value);

@@ -9,8 +9,19 @@ export interface RoleDefinition {
   schedules?: string[];
   daemons?: string[];
   consumers?: string[];
+  /** Checks (defineCheck, and built-ins by name; `'nightshift.*'` is every built-in) whose ticks, runs and notifications this role hosts. */
+  checks?: string[];
   /** Environment variables a process with this role must have. */
   requiredEnv?: string[];
+}
+
+/** What hosting a check takes: its schedule, the kinds that run it and deliver its notifications, and their queue. */
+export interface CheckHosting {
+  name: string;
+  builtin: boolean;
+  schedule: string;
+  kinds: readonly string[];
+  queue: string;
 }
 
 /** The names a configuration defines, for planning and validation. */
@@ -20,6 +31,8 @@ export interface Catalogue {
   daemons: { name: string; requiredEnv: readonly string[] }[];
   consumers: string[];
   requiredEnv: readonly string[];
+  /** The checks of the config and the built-ins that are on (empty with the watchdog off). */
+  checks?: readonly CheckHosting[];
 }
 
 /** What a process hosts for the roles it was given. */
@@ -32,6 +45,8 @@ export interface RolePlan {
   schedules: string[];
   daemons: string[];
   consumers: string[];
+  /** Checks it hosts (their schedules and kinds are in `schedules` and `kinds`). */
+  checks: string[];
   /** Every required environment variable, with who requires it. */
   requiredEnv: { name: string; requiredBy: string[] }[];
 }
@@ -62,6 +77,7 @@ export function planRoles(catalogue: Catalogue, roles: Record<string, RoleDefini
       schedules: [...catalogue.schedules],
       daemons: catalogue.daemons.map((d) => d.name),
       consumers: [...catalogue.consumers],
+      checks: (catalogue.checks ?? []).map((c) => c.name),
       requiredEnv: [...env].map(([name, by]) => ({ name, requiredBy: [...by] })),
     };
   }
@@ -72,6 +88,7 @@ export function planRoles(catalogue: Catalogue, roles: Record<string, RoleDefini
   const schedules = new Set<string>();
   const daemons = new Set<string>();
   const consumers = new Set<string>();
+  const checks = new Set<string>();
   const byKind = new Map(catalogue.jobs.map((j) => [j.kind, j]));
   const byDaemon = new Map(catalogue.daemons.map((d) => [d.name, d]));
   for (const name of requested) {
@@ -89,6 +106,15 @@ export function planRoles(catalogue: Catalogue, roles: Record<string, RoleDefini
     for (const s of role.schedules ?? []) schedules.add(s);
     for (const d of role.daemons ?? []) daemons.add(d);
     for (const c of role.consumers ?? []) consumers.add(c);
+    for (const name of role.checks ?? []) {
+      // 'nightshift.*' is every built-in; a name that is not on (a built-in turned off) is skipped.
+      for (const c of (catalogue.checks ?? []).filter((h) => (name === 'nightshift.*' ? h.builtin : h.name === name))) {
+        checks.add(c.name);
+        schedules.add(c.schedule);
+        for (const k of c.kinds) kinds.add(k);
+        queues.set(c.queue, Infinity);
+      }
+    }
   }
   for (const k of kinds) need(byKind.get(k)?.requiredEnv, `job ${k}`);
   for (const d of daemons) need(byDaemon.get(d)?.requiredEnv, `daemon ${d}`);
@@ -99,6 +125,7 @@ export function planRoles(catalogue: Catalogue, roles: Record<string, RoleDefini
     schedules: [...schedules],
     daemons: [...daemons],
     consumers: [...consumers],
+    checks: [...checks],
     requiredEnv: [...env].map(([n, by]) => ({ name: n, requiredBy: [...by] })),
   };
 }

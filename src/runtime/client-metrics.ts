@@ -4,7 +4,7 @@ import type { QueueDepth } from '../db/jobs-admin.js';
 import type { PoolHandle } from '../db/pool.js';
 import type { Clock } from '../lifecycle/clock.js';
 import type { EventBus } from '../telemetry/events.js';
-import { NightshiftMetrics } from '../telemetry/metrics.js';
+import { NightshiftMetrics, type MetricSources } from '../telemetry/metrics.js';
 
 /** What a client's metrics read at scrape time. */
 export interface ClientMetricSources {
@@ -16,6 +16,8 @@ export interface ClientMetricSources {
   stopped(): boolean;
   leadership(): string[];
   listenerProven(): boolean | undefined;
+  /** Open alerts per check and level (with the watchdog on). */
+  alerts?: MetricSources['alerts'];
 }
 
 /**
@@ -41,6 +43,7 @@ export function clientMetrics(s: ClientMetricSources, options: { registry?: Regi
       pool: () => s.pool.stats(),
       leadership: () => s.leadership(),
       listenerProven: () => s.listenerProven(),
+      ...(s.alerts ? { alerts: s.alerts } : {}),
     },
     options,
   );

@@ -4,6 +4,8 @@ import { closest, ConfigError, unknownKey, type Issue } from '../errors.js';
 import type { PgPool } from '../db/pool.js';
 import { schemaNameProblem } from '../db/identifiers.js';
 import type { JobDefinition } from '../jobs/define-job.js';
+import { isQueueDefinition, type QueueDefinition } from '../jobs/define-queue.js';
+import { limitConflicts } from '../jobs/limits.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../jobs/payload.js';
 import type { Retention } from '../maintenance/job-maintenance.js';
 import type { Logger } from '../telemetry/logger.js';
@@ -13,6 +15,10 @@ import type { DaemonDefinition } from '../leadership/define-daemon.js';
 import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import { isStreamDefinition, type StreamDefinition } from '../streams/define-stream.js';
 import { isConsumerDefinition, type ConsumerDefinition } from '../streams/define-consumer.js';
+import { BUILTIN_PREFIX, isCheckDefinition, WATCHDOG_QUEUE, type CheckDefinition } from '../watchdog/define-check.js';
+import { BUILTIN_CHECK_NAMES } from '../watchdog/builtins/index.js';
+import { resolveWatchdogSettings, type WatchdogOptions, type WatchdogSettings } from '../watchdog/watchdog-settings.js';
+import { isPipelineDefinition, type PipelineLike } from '../pipelines/define-pipeline.js';
 
 /** Options of {@link createNightshift}. Every field's default is stated. */
 export interface NightshiftOptions {
@@ -33,6 +39,12 @@ export interface NightshiftOptions {
    * Default: no per-queue limit.
    */
   queues?: string[] | Record<string, { concurrency?: number }>;
+  /**
+   * Fleet-wide limits of queues (defineQueue: `concurrency`, `rateLimit`), held across every
+   * process, unlike `queues`. Every process claiming such a queue must list it (the config's
+   * `queues`). Default: none.
+   */
+  queueDefinitions?: QueueDefinition[];
   /** Lease length. Default 30 000 ms. */
   leaseMs?: number;
   /** Lease renewal interval, below `leaseMs`. Default 10 000 ms. */
@@ -111,6 +123,19 @@ export interface NightshiftOptions {
   streams?: StreamDefinition[];
   /** Stream consumers (defineConsumer), hosted by roles like jobs. */
   consumers?: ConsumerDefinition[];
+  /** Checks (defineCheck): each tick runs once across the fleet, on a process whose role hosts it (docs/watchdog.md). */
+  checks?: CheckDefinition[];
+  /**
+   * The watchdog: notifiers, the built-in checks' settings, delivery of notifications. Giving it
+   * (even `{}`), or any `checks`, turns the watchdog on, with the built-ins on by default.
+   * Default: off.
+   */
+  watchdog?: WatchdogOptions;
+  /**
+   * Pipelines (definePipeline): their step kinds (`pipeline:<name>:<step>`) and starter kind
+   * (`pipeline:<name>`) join this client's jobs, and `ns.pipelines` operates their runs.
+   */
+  pipelines?: PipelineLike[];
 }
 
 const positiveInt = (max: number) => z.number().int().min(1).max(max);
@@ -124,6 +149,7 @@ const schema = z
     jobs: z.array(z.custom<JobDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as JobDefinition).kind === 'string' && typeof (v as JobDefinition).run === 'function', 'must be created with defineJob')).optional(),
     concurrency: positiveInt(10_000).optional(),
     queues: z.union([z.array(z.string()), z.record(z.string(), z.object({ concurrency: positiveInt(10_000).optional() }).strict())]).optional(),
+    queueDefinitions: z.array(z.custom<QueueDefinition>((v) => isQueueDefinition(v), 'must be created with defineQueue')).optional(),
     leaseMs: ms.min(1_000).optional(),
     heartbeatMs: ms.min(100).optional(),
     pollIntervalMs: ms.min(10).optional(),
@@ -153,6 +179,7 @@ const schema = z
             schedules: z.array(z.string()).optional(),
             daemons: z.array(z.string()).optional(),
             consumers: z.array(z.string()).optional(),
+            checks: z.array(z.string()).optional(),
             requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
           })
           .strict(),
@@ -167,6 +194,10 @@ const schema = z
     consumers: z.array(z.custom<ConsumerDefinition>((v) => isConsumerDefinition(v), 'must be created with defineConsumer')).optional(),
     schedules: z.array(z.custom<ScheduleDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as ScheduleDefinition).name === 'string' && typeof (v as ScheduleDefinition).spec === 'string', 'must be created with defineSchedule')).optional(),
     daemons: z.array(z.custom<DaemonDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as DaemonDefinition).name === 'string' && typeof (v as DaemonDefinition).run === 'function', 'must be created with defineDaemon')).optional(),
+    checks: z.array(z.custom<CheckDefinition>((v) => isCheckDefinition(v), 'must be created with defineCheck')).optional(),
+    // Validated by resolveWatchdogSettings, which names each field.
+    watchdog: z.unknown().optional(),
+    pipelines: z.array(z.custom<PipelineLike>((v) => isPipelineDefinition(v), 'must be created with definePipeline')).optional(),
   })
   .strict();
 
@@ -178,6 +209,7 @@ export interface ResolvedOptions {
   jobs: JobDefinition[];
   concurrency: number;
   queues: Map<string, number> | undefined;
+  queueDefinitions: QueueDefinition[];
   leaseMs: number;
   heartbeatMs: number;
   pollIntervalMs: number;
@@ -207,6 +239,10 @@ export interface ResolvedOptions {
   redisUrl: string | undefined;
   streams: StreamDefinition[];
   consumers: ConsumerDefinition[];
+  checks: CheckDefinition[];
+  /** The watchdog's settings; undefined when the watchdog is off (no `checks`, no `watchdog`). */
+  watchdog: WatchdogSettings | undefined;
+  pipelines: PipelineLike[];
 }
 
 const KEYS = Object.keys(schema.shape);
@@ -248,6 +284,7 @@ function queueProblems(o: NightshiftOptions, issues: Issue[]): void {
   const known = new Set<string>();
   for (const j of Array.isArray(o.jobs) ? o.jobs : []) if (typeof j?.queue === 'string') known.add(j.queue);
   for (const r of Object.values(o.roles ?? {})) for (const q of Array.isArray(r?.queues) ? r.queues : []) known.add(q);
+  if (o.watchdog !== undefined || o.checks?.length) known.add(WATCHDOG_QUEUE);
   const named = Array.isArray(o.queues) ? o.queues.map((q, i) => [String(i), q] as const) : Object.keys(o.queues).map((q) => [q, q] as const);
   for (const [key, queue] of named) {
     if (typeof queue !== 'string' || known.has(queue)) continue;
@@ -280,6 +317,12 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
   // Checked here, with everything else, so a config file reports it at load, before any connection.
   if (o.schema !== undefined && schemaNameProblem(o.schema)) issues.push({ path: 'schema', message: schemaNameProblem(o.schema)! });
   queueProblems(o, issues);
+  const watchdogOn = o.watchdog !== undefined || (Array.isArray(o.checks) && o.checks.length > 0);
+  const watchdogIssues: Issue[] = [];
+  const watchdog = watchdogOn ? resolveWatchdogSettings(o.watchdog as WatchdogOptions | undefined, watchdogIssues) : undefined;
+  for (const i of watchdogIssues) issues.push({ ...i, path: i.path ? `watchdog.${i.path}` : 'watchdog' });
+  checkRefs(o, issues);
+  if (Array.isArray(o.jobs) && (o.queueDefinitions === undefined || Array.isArray(o.queueDefinitions))) issues.push(...limitConflicts(o.jobs, o.queueDefinitions ?? []));
   const leaseMs = o.leaseMs ?? 30_000;
   const heartbeatMs = o.heartbeatMs ?? Math.min(10_000, Math.floor(leaseMs / 3));
   // Redis is checked where it is needed (a process hosting consumers, a publish), so a process
@@ -307,6 +350,7 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     jobs: o.jobs ?? [],
     concurrency: o.concurrency ?? 10,
     queues,
+    queueDefinitions: o.queueDefinitions ?? [],
     leaseMs,
     heartbeatMs,
     pollIntervalMs: o.pollIntervalMs ?? 1_000,
@@ -336,5 +380,20 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     redisUrl,
     streams: o.streams ?? [],
     consumers: o.consumers ?? [],
+    checks: o.checks ?? [],
+    watchdog,
+    pipelines: o.pipelines ?? [],
   });
+}
+
+/** The checks a role names must be defined (or built-ins, or `'nightshift.*'` for all of them). */
+function checkRefs(o: NightshiftOptions, issues: Issue[]): void {
+  const known = [...(Array.isArray(o.checks) ? o.checks.filter(isCheckDefinition).map((c) => c.name) : []), ...BUILTIN_CHECK_NAMES];
+  for (const [role, r] of Object.entries(o.roles ?? {})) {
+    (Array.isArray(r?.checks) ? r.checks : []).forEach((name, i) => {
+      if (typeof name !== 'string' || name === `${BUILTIN_PREFIX}*` || known.includes(name)) return;
+      const best = closest(name, [...known, `${BUILTIN_PREFIX}*`]);
+      issues.push({ path: `roles.${role}.checks.${i}`, message: `unknown check "${name}"${best ? `; did you mean "${best}"?` : `; defined: ${known.join(', ')}`}` });
+    });
+  }
 }

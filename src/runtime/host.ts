@@ -13,6 +13,9 @@ import { MAINTENANCE_LEASE, MaintenanceService } from '../maintenance/maintenanc
 import { missingEnv, type RolePlan } from '../roles/role-plan.js';
 import { workerError, type EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
+import { limitRow } from '../jobs/limits.js';
+import type { LimitRow } from '../db/limits.js';
+import { limitPlan, type LimitPlan } from '../worker/limit-plan.js';
 import { Worker } from '../worker/worker.js';
 import type { ResolvedOptions } from './client-options.js';
 import { assertBudget, poolSize } from './budget.js';
@@ -36,6 +39,8 @@ export interface HostDeps {
   consumers: readonly ConsumerDefinition[];
   /** Where every service reads time and sets timers. Default: the system clock. */
   clock?: Clock;
+  /** More checks of the plan (after the environment's, before the schema's): throws to refuse the start. */
+  preflight?: (plan: RolePlan) => void;
 }
 
 /** How a worker hears of new jobs, and why when it only polls (see {@link Host.wakeups}). */
@@ -145,6 +150,7 @@ export class Host extends BaseService {
     const o = this.d.options;
     const missing = missingEnv(this.plan, process.env);
     if (missing.length) throw new MissingEnvError(missing);
+    this.d.preflight?.(this.plan);
     const { newer } = await this.d.database.checkMigrated();
     // A newer version migrated the schema with migrations this code may run beside (rolling deploy).
     if (newer.length) this.d.events.emit({ type: 'schema.newer', schema: this.d.database.schema, versions: newer });
@@ -157,6 +163,7 @@ export class Host extends BaseService {
       });
     }
     await this.d.database.queues.registerKinds(this.d.registry.kindRows());
+    await this.d.database.limits.register(this.limitRows());
     await this.d.database.queues.setPayloadLimit(o.maxPayloadBytes);
     this.parts = new ServiceGroup(`services ${this.d.options.owner}`, this.build(), { logger: this.logger, clock: this.clock });
     await this.parts.start();
@@ -166,6 +173,26 @@ export class Host extends BaseService {
   protected async onStop(): Promise<void> {
     if (this.state === 'stopping') this.d.events.emit({ type: 'process.stopping', id: this.registry?.id ?? this.d.options.owner });
     await this.parts?.stop();
+  }
+
+  /** The limits this process's kinds and queues declare, for the limits table (the claim reads them there). */
+  private limitRows(): LimitRow[] {
+    const kinds = this.plan.kinds.map((k) => this.d.registry.get(k)?.limits ?? []);
+    const queues = this.d.options.queueDefinitions.map((q) => q.limits);
+    const rows = new Map<string, LimitRow>();
+    for (const l of [...kinds, ...queues].flat()) rows.set(l.name, limitRow(l));
+    return [...rows.values()];
+  }
+
+  /** Queue → what its claim enforces, for the queues with limits (the others keep the plain claim). */
+  private limitPlans(queues: Iterable<string>): Map<string, LimitPlan> {
+    const defs = this.plan.kinds.flatMap((k) => this.d.registry.get(k) ?? []);
+    const plans = new Map<string, LimitPlan>();
+    for (const q of queues) {
+      const plan = limitPlan(defs, this.d.options.queueDefinitions.find((x) => x.name === q)?.limits ?? []);
+      if (plan) plans.set(q, plan);
+    }
+    return plans;
   }
 
   /** The services of this process's roles, in start order; a configuration they cannot run with fails here, before any starts. */
@@ -184,6 +211,7 @@ export class Host extends BaseService {
           concurrency: o.concurrency,
           queues,
           kinds: this.plan.kinds,
+          limits: this.limitPlans(queues.keys()),
           leaseMs: o.leaseMs,
           heartbeatMs: o.heartbeatMs,
           minPollMs: Math.min(50, o.pollIntervalMs),

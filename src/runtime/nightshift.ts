@@ -30,6 +30,14 @@ import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type Sched
 import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
 import { connectionBudget, poolSize, type BudgetReport } from './budget.js';
 import type { ProcessRecord } from '../db/processes.js';
+import { CheckNotFoundError } from '../errors.js';
+import { AlertAdmin, type AckOptions, type AlertRecord, type ListAlertsOptions } from '../watchdog/alert-admin.js';
+import type { CheckRunReport } from '../watchdog/check-runner.js';
+import { Watchdog, type CheckInfo } from '../watchdog/watchdog.js';
+import { assertNotifiersComplete, checkHosting, withWatchdog } from './watchdog-wiring.js';
+import { PIPELINE_SWEEP_DAEMON, PipelineEngine } from '../pipelines/pipeline-engine.js';
+import type { PipelineAdmin } from '../pipelines/pipeline-admin.js';
+import type { JobLimitState, LimitRecord } from '../db/limits.js';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -49,12 +57,19 @@ export class Nightshift extends JobAdmin {
   private ops: OpsServer | undefined;
   private readonly schedules: ScheduleAdmin;
   private plan_: RolePlan | undefined;
+  private readonly engine: PipelineEngine;
+  /** The pipelines' admin API: start, rerun, restart, cancel, verify and clean up runs; list and read them. */
+  readonly pipelines: PipelineAdmin;
   private state: 'idle' | 'starting' | 'running' | 'stopping' | 'stopped' = 'idle';
   private stopping: Promise<void> | undefined;
   private unlog: () => void;
+  private readonly watchdog: Watchdog | undefined;
+  private readonly alerts: AlertAdmin;
 
   constructor(input: NightshiftOptions) {
     const options = resolveOptions(input);
+    // Before the pool exists: a mistake here must not leave a pool open.
+    if (options.watchdog) Watchdog.validate(options.checks, options.watchdog);
     const pool = createPool({
       ...(options.databaseUrl ? { connectionString: options.databaseUrl } : {}),
       ...(options.pool ? { pool: options.pool } : {}),
@@ -65,13 +80,35 @@ export class Nightshift extends JobAdmin {
     const database = new Database(pool, options.schema, options.preparedStatements, (off) =>
       events.emit({ type: 'database.prepared-statements-off', ...off, hint: preparedStatementsOffHint(off) }),
     );
-    const registry = new JobRegistry(options.jobs);
+    const logger = options.logger ?? createLogger({ redact: options.redact });
+    // The watchdog's checks are schedules and jobs like any other (docs/watchdog.md).
+    const client: { ns?: Nightshift } = {};
+    const { options: withChecks, watchdog } = withWatchdog(options, { database, events, client: () => client.ns });
+    // Pipelines' step and starter kinds join the client's jobs (the registry, the roles, the
+    // testing helpers all see them); their handlers are bound to this client's database.
+    const engine = new PipelineEngine({
+      database,
+      events,
+      logger,
+      pipelines: options.pipelines,
+      actor: options.actor,
+      sweepEveryMs: options.maintenanceIntervalMs,
+      liveProcessMs: Math.max(30_000, 3 * options.heartbeatMs),
+      errorMessages: options.logErrorMessages,
+    });
+    const all = engine.size > 0 ? Object.freeze({ ...withChecks, jobs: [...withChecks.jobs, ...engine.jobs] }) : withChecks;
+    const registry = new JobRegistry(all.jobs);
     super({ database, actor: options.actor, events, definitions: (kind) => registry.get(kind) });
+    client.ns = this;
+    this.watchdog = watchdog;
+    this.alerts = watchdog?.alerts ?? new AlertAdmin(database, events, options.actor);
     this.events = events;
-    this.options = options;
+    this.options = all;
     this.pool = pool;
     this.registry = registry;
-    this.logger = options.logger ?? createLogger({ redact: options.redact });
+    this.logger = logger;
+    this.engine = engine;
+    this.pipelines = engine.admin;
     this.unlog = logEvents(this.events, this.logger, { errorMessages: options.logErrorMessages });
     this.enqueuer = new Enqueuer({
       database,
@@ -81,9 +118,48 @@ export class Nightshift extends JobAdmin {
       batching: { maxInFlight: options.enqueueBatchInFlight, maxBatch: 1_000 },
       errorMessages: options.logErrorMessages,
     });
-    this.maintenance = new JobMaintenance(database, this.events);
+    engine.attach(this.enqueuer);
+    // Kinds with a retention of their own (pipeline steps keep their jobs and logs as long as their runs).
+    this.maintenance = new JobMaintenance(database, this.events, new Map(registry.all().filter((d) => d.retention).map((d) => [d.kind, d.retention!])));
     // Built now so duplicate schedule names and unknown kinds fail at construction.
-    this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: options.schedules, events: this.events, actor: options.actor });
+    this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: all.schedules, events: this.events, actor: options.actor });
+    watchdog?.bind({ enqueuer: this.enqueuer, logger: this.logger });
+  }
+
+  /** The watchdog's alerts, newest first: all, open ones, or one check's (docs/watchdog.md). */
+  listAlerts(options: ListAlertsOptions = {}): Promise<AlertRecord[]> {
+    return this.alerts.list(options);
+  }
+
+  /** One alert (NS_ALERT_NOT_FOUND without it). */
+  getAlert(id: string): Promise<AlertRecord> {
+    return this.alerts.get(id);
+  }
+
+  /** Acknowledges an open alert, audited: no more reminders. A resolved one is NS_ALERT_RESOLVED. */
+  ackAlert(id: string, options: AckOptions): Promise<{ alert: AlertRecord; changed: boolean }> {
+    return this.alerts.ack(id, options);
+  }
+
+  /** Every check (the config's and the built-ins that are on): timing, last and next run, open alerts, hosts. */
+  async listChecks(): Promise<CheckInfo[]> {
+    return this.watchdog ? this.watchdog.listChecks() : [];
+  }
+
+  /** Runs a check now in this process and returns its results; it counts like a tick unless `dryRun`. */
+  async runCheck(name: string, options: { dryRun?: boolean } = {}): Promise<CheckRunReport> {
+    if (!this.watchdog) throw new CheckNotFoundError(String(name), []);
+    return this.watchdog.runCheck(name, options);
+  }
+
+  /** Every fleet-wide limit (docs/flow-control.md) with its use now: slots in use, keys at their limit, due jobs waiting, the busiest keys. */
+  listLimits(): Promise<LimitRecord[]> {
+    return this.database.limits.list();
+  }
+
+  /** The limits a job holds or waits for, each with its key's use now (`full`: a due job of it waits for that limit, not stuck). */
+  jobLimits(id: string): Promise<JobLimitState[]> {
+    return this.database.limits.forJob(id);
   }
 
   /** Schedules with their timing, next runs, last tick and its job's outcome. */
@@ -177,6 +253,7 @@ export class Nightshift extends JobAdmin {
     this.state = 'starting';
     try {
       const o = this.options;
+      const plan = this.planRoles();
       this.host = new Host(
         {
           database: this.database,
@@ -186,11 +263,13 @@ export class Nightshift extends JobAdmin {
           events: this.events,
           logger: this.logger,
           options: o,
-          daemons: o.daemons,
+          daemons: plan.daemons.includes(PIPELINE_SWEEP_DAEMON) ? [...o.daemons, this.engine.daemon()] : o.daemons,
           schedules: o.schedules,
           consumers: o.consumers,
+          // After the environment check: a process that delivers notifications needs complete notifiers.
+          preflight: (plan) => assertNotifiersComplete(this.watchdog, plan),
         },
-        this.planRoles(),
+        plan,
       );
       await this.host.start();
       this.state = 'running';
@@ -271,17 +350,22 @@ export class Nightshift extends JobAdmin {
 
   /** What this process hosts for its roles (validated: an unknown role throws NS_UNKNOWN_ROLE). */
   planRoles(): RolePlan {
-    this.plan_ ??= planRoles(
+    if (this.plan_) return this.plan_;
+    this.plan_ = planRoles(
       {
         jobs: this.registry.all().map((d) => ({ kind: d.kind, queue: d.queue, requiredEnv: d.requiredEnv ?? [] })),
         schedules: this.options.schedules.map((sc) => sc.name),
         daemons: this.options.daemons.map((d) => ({ name: d.name, requiredEnv: d.requiredEnv })),
         consumers: this.options.consumers.map((c) => c.name),
         requiredEnv: this.options.requiredEnv,
+        checks: checkHosting(this.watchdog),
       },
       this.options.roles,
       this.options.activeRoles,
     );
+    // The pipeline sweep runs (elected) among processes that run maintenance and host a pipeline step.
+    const kinds = new Set(this.engine.kinds());
+    if (this.options.maintenance && this.plan_.kinds.some((k) => kinds.has(k))) this.plan_.daemons.push(PIPELINE_SWEEP_DAEMON);
     return this.plan_;
   }
 
@@ -310,6 +394,7 @@ export class Nightshift extends JobAdmin {
         stopped: () => this.state === 'stopped',
         leadership: () => this.host?.leadership() ?? [],
         listenerProven: () => this.host?.listenerProven,
+        ...(this.watchdog ? { alerts: () => (this.state === 'stopped' ? Promise.resolve([]) : this.watchdog!.openAlertCounts().catch(() => [])) } : {}),
       },
       options,
     );

@@ -32,6 +32,8 @@ export type NightshiftEvent =
   | ({ type: 'job.lease-lost'; why: string } & JobEventFields)
   | ({ type: 'job.handler-stuck'; cause: string; graceMs: number } & JobEventFields)
   | { type: 'worker.claimed'; queue: string; asked: number; count: number }
+  /** A limited claim passed over `waiting` due jobs of the queue because a fleet-wide limit was full (0: none waits any more). */
+  | { type: 'worker.limited'; queue: string; waiting: number; wakeInMs: number | undefined }
   | { type: 'listener.connected' }
   | { type: 'listener.lost'; error: string }
   /** The listener heard its own notification, sent through the pool: NOTIFY wake-ups work. */
@@ -70,7 +72,32 @@ export type NightshiftEvent =
   | { type: 'stream.connection-lost'; connection: string; error: string }
   | { type: 'stream.connected'; connection: string }
   | { type: 'listener.notified'; queue: string; dueInMs?: number }
-  | { type: 'schema.newer'; schema: string; versions: number[] };
+  | { type: 'schema.newer'; schema: string; versions: number[] }
+  /** A check's alert opened, changed level, was re-sent, resolved or was acknowledged (never its message). */
+  | { type: 'alert.opened'; alertId: string; check: string; subject: string; level: string }
+  | { type: 'alert.changed'; alertId: string; check: string; subject: string; level: string; previousLevel: string }
+  | { type: 'alert.reminded'; alertId: string; check: string; subject: string; level: string }
+  | { type: 'alert.resolved'; alertId: string; check: string; subject: string; durationMs: number }
+  | { type: 'alert.acknowledged'; alertId: string; check: string; subject: string; actor: string }
+  /** A check ran: its worst status, and whether the run changed the alert state (false: a dry run, or a late tick). */
+  | { type: 'check.ran'; check: string; status: string; subjects: number; durationMs: number; manual: boolean; applied: boolean }
+  /** A check threw, timed out or returned something else than results: a critical result. */
+  | { type: 'check.failed'; check: string; error: string }
+  | ({ type: 'pipeline.started'; dryRun: boolean; by: string | null } & PipelineRunFields)
+  | ({ type: 'pipeline.step-finished'; step: string; item: boolean; state: 'succeeded' | 'failed' | 'skipped' | 'cancelled' } & PipelineRunFields)
+  | ({ type: 'pipeline.finished'; state: 'succeeded' | 'failed' | 'cancelled'; warnings: number; dryRun: boolean } & PipelineRunFields)
+  | ({ type: 'pipeline.held'; reason: string } & PipelineRunFields)
+  | ({ type: 'pipeline.deadline-missed'; deadlineAt: Date } & Omit<PipelineRunFields, 'generation'>)
+  | ({ type: 'pipeline.artifacts-mismatch'; missing: number; changed: number } & PipelineRunFields)
+  | ({ type: 'pipeline.follow-up-failed'; followUp: string; error: string } & PipelineRunFields)
+  | ({ type: 'pipeline.action'; action: string; actor: string } & PipelineRunFields);
+
+/** Fields every pipeline event carries: never the key, an item's key, the input or an output (business data). */
+export interface PipelineRunFields {
+  pipeline: string;
+  runId: string;
+  generation: number;
+}
 
 /** Fields every stream consumer event carries. */
 export interface StreamConsumerFields {

@@ -10,6 +10,8 @@ export interface MetricSources {
   leadership(): string[];
   /** Whether the LISTEN connection heard its own proof notification; undefined when the process does not listen. */
   listenerProven?(): boolean | undefined;
+  /** Open watchdog alerts per check and level; absent when the watchdog is off. */
+  alerts?(): Promise<{ check: string; level: string; count: number }[]>;
 }
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
@@ -49,6 +51,13 @@ export class NightshiftMetrics {
     const scheduleSkipped = new Counter({ name: `${p}schedule_ticks_skipped_total`, help: 'Ticks skipped (overlap or catch-up).', labelNames: ['schedule', 'reason'], registers: [registry] });
     const listenerLost = new Counter({ name: `${p}listener_disconnects_total`, help: 'Times the LISTEN connection was lost.', registers: [registry] });
     const errors = new Counter({ name: `${p}worker_errors_total`, help: 'Errors outside jobs (claims, heartbeats, maintenance).', labelNames: ['where'], registers: [registry] });
+    // Pipelines: labels are the pipeline, step and state (never a key). Step attempts are the job
+    // metrics above, with kind="pipeline:<pipeline>:<step>".
+    const runsStarted = new Counter({ name: `${p}pipeline_runs_started_total`, help: 'Pipeline runs started (dry runs included).', labelNames: ['pipeline'], registers: [registry] });
+    const runsFinished = new Counter({ name: `${p}pipeline_runs_finished_total`, help: 'Pipeline runs that ended, by state (succeeded, failed, cancelled).', labelNames: ['pipeline', 'state'], registers: [registry] });
+    const stepsFinished = new Counter({ name: `${p}pipeline_steps_finished_total`, help: 'Pipeline steps and fan-out items that ended, by state.', labelNames: ['pipeline', 'step', 'state'], registers: [registry] });
+    const runsHeld = new Counter({ name: `${p}pipeline_runs_held_total`, help: 'Pipeline runs held because a due step has no handler in any live process.', labelNames: ['pipeline'], registers: [registry] });
+    const deadlines = new Counter({ name: `${p}pipeline_deadlines_missed_total`, help: 'Pipeline runs still open past their deadline (each counted once).', labelNames: ['pipeline'], registers: [registry] });
     new Gauge({
       name: `${p}queue_jobs`,
       help: 'Jobs per queue and state (scheduled: available with a future run time).',
@@ -104,6 +113,24 @@ export class NightshiftMetrics {
         if (proven !== undefined) this.set(proven ? 1 : 0);
       },
     });
+    new Gauge({
+      name: `${p}alerts_open`,
+      help: 'Open watchdog alerts per check and level (acknowledged ones included).',
+      labelNames: ['check', 'level'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const a of (await sources.alerts?.()) ?? []) this.set({ check: a.check, level: a.level }, a.count);
+      },
+    });
+    const checkRuns = new Counter({ name: `${p}check_runs_total`, help: 'Watchdog check runs by their worst status.', labelNames: ['check', 'status'], registers: [registry] });
+    const alertChanges = new Counter({ name: `${p}alert_changes_total`, help: 'Watchdog alert changes: opened, changed, reminder, resolved.', labelNames: ['check', 'event'], registers: [registry] });
+    const limited = new Gauge({
+      name: `${p}jobs_limited`,
+      help: 'Due jobs the last claim of this process passed over because a fleet-wide limit (concurrency or rate) was full: waiting for a limit, not stuck.',
+      labelNames: ['queue'],
+      registers: [registry],
+    });
     this.unsubscribe = events.on((e) => {
       switch (e.type) {
         case 'job.enqueued':
@@ -153,8 +180,35 @@ export class NightshiftMetrics {
         case 'listener.lost':
           listenerLost.inc();
           break;
+        case 'worker.limited':
+          limited.set({ queue: e.queue }, e.waiting);
+          break;
         case 'worker.error':
           errors.inc({ where: e.where.split(' ')[0] ?? 'unknown' });
+          break;
+        case 'check.ran':
+          checkRuns.inc({ check: e.check, status: e.status });
+          break;
+        case 'alert.opened':
+        case 'alert.changed':
+        case 'alert.reminded':
+        case 'alert.resolved':
+          alertChanges.inc({ check: e.check, event: { 'alert.opened': 'opened', 'alert.changed': 'changed', 'alert.reminded': 'reminder', 'alert.resolved': 'resolved' }[e.type] });
+          break;
+        case 'pipeline.started':
+          runsStarted.inc({ pipeline: e.pipeline });
+          break;
+        case 'pipeline.finished':
+          runsFinished.inc({ pipeline: e.pipeline, state: e.state });
+          break;
+        case 'pipeline.step-finished':
+          stepsFinished.inc({ pipeline: e.pipeline, step: e.step, state: e.state });
+          break;
+        case 'pipeline.held':
+          runsHeld.inc({ pipeline: e.pipeline });
+          break;
+        case 'pipeline.deadline-missed':
+          deadlines.inc({ pipeline: e.pipeline });
           break;
         default:
           break;

@@ -125,3 +125,17 @@ function errorText(err: unknown, messages: boolean): string {
   if (messages && typeof e?.message === 'string') return `${name}${code ? ` ${code}` : ''}: ${e.message}`;
   return code ? `${name} ${code}` : name;
 }
+
+/**
+ * Starts (and ends) the span of a pipeline run's start, `pipeline <name>`, and returns its W3C
+ * context to store with the run: every step job is enqueued with it, so each attempt's span is in
+ * the run's trace. Null when nothing is traced.
+ */
+export function startPipelineSpan(pipeline: string): Record<string, string> | null {
+  if (tracingOff()) return null;
+  const span = tracer().startSpan(`pipeline ${pipeline}`, { kind: SpanKind.INTERNAL, attributes: { 'nightshift.pipeline.name': pipeline } });
+  const carrier: Record<string, string> = {};
+  propagation.inject(trace.setSpan(context.active(), span), carrier);
+  span.end();
+  return Object.keys(carrier).length > 0 ? carrier : null;
+}

@@ -3,6 +3,7 @@ import type { ClaimedRow } from '../db/jobs-run.js';
 import type { Timer } from '../lifecycle/clock.js';
 import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import type { ActiveJob } from './active-jobs.js';
+import type { LimitPlan } from './limit-plan.js';
 import type { Slots } from './slots.js';
 
 /** What a fetcher is built from. */
@@ -22,6 +23,11 @@ export interface FetcherOptions extends ServiceOptions {
   global: Slots;
   local: Slots;
   host: FetcherHost;
+  /**
+   * The fleet-wide limits of what this queue claims: claimed through the limited claim, ahead of
+   * free slots only as retarget() allows. Undefined: the plain claim.
+   */
+  limits?: LimitPlan;
 }
 
 /** What the fetcher needs from its worker. */
@@ -40,6 +46,8 @@ export interface FetcherHost {
   slotsFreed(): void;
   onError(err: unknown): void;
   onClaimed(queue: string, asked: number, count: number): void;
+  /** A limited claim passed over `count` due jobs because a limit was full (0 once none waits). */
+  onLimited?(queue: string, count: number, wakeInMs: number | undefined): void;
 }
 
 /**
@@ -79,6 +87,8 @@ export class QueueFetcher extends BaseService {
   /** The timer of the earliest known future due time (wakeIn), and when it fires (monotonic clock). */
   private dueTimer: Timer | undefined;
   private dueAt = 0;
+  /** The last limited claim passed jobs over (so the next one that does not reports 0). */
+  private wasLimited = false;
   /** Learn the next due time after the next empty claim: at start (jobs delayed before this process started), and after the listener (re)connected. */
   private probeDue = true;
   private readonly db: Database;
@@ -220,7 +230,12 @@ export class QueueFetcher extends BaseService {
     }
     this.starts = 0;
     this.lastClaimAt = at;
-    this.target = Math.min(this.o.prefetch, Math.ceil(this.rate * this.claimMs * HOLD_ROUND_TRIPS));
+    // A limited queue claims ahead only under concurrency limits that held nothing back at the last
+    // claim: a held job is running for the limits (exact, never over), but it keeps a slot while
+    // it waits for one of this process, which a scarce limit cannot spare. Never under a rate
+    // limit: its window counts a start at the claim, and a held job would start later.
+    const ahead = !this.o.limits || (!this.o.limits.rate && !this.wasLimited);
+    this.target = ahead ? Math.min(this.o.prefetch, Math.ceil(this.rate * this.claimMs * HOLD_ROUND_TRIPS)) : 0;
   }
 
   private waitForNeed(): Promise<void> {
@@ -272,8 +287,19 @@ export class QueueFetcher extends BaseService {
         continue;
       }
       let rows: ClaimedRow[];
+      let limited = 0;
       try {
-        rows = await this.db.jobs.claim({ queue: this.o.queue, kinds: this.o.kinds, limit: n, startNow: now, owner: this.o.owner, leaseMs: this.o.leaseMs });
+        const p = { queue: this.o.queue, kinds: this.o.kinds, limit: n, startNow: now, owner: this.o.owner, leaseMs: this.o.leaseMs };
+        if (!this.o.limits) rows = await this.db.jobs.claim(p);
+        else {
+          const c = await this.db.limits.claim({ ...p, ...this.o.limits });
+          rows = c.rows;
+          limited = c.limited;
+          // A full rate window: look again when it opens, not at the next poll.
+          if (c.wakeInMs !== undefined) this.wakeIn(c.wakeInMs);
+          if (limited > 0 || this.wasLimited) this.host.onLimited?.(this.o.queue, limited, c.wakeInMs);
+          this.wasLimited = limited > 0;
+        }
       } catch (err) {
         this.giveBack(now);
         this.host.onError(err);
@@ -304,6 +330,9 @@ export class QueueFetcher extends BaseService {
         continue;
       }
       this.idleMs = rows.length > 0 ? this.o.minPollMs : Math.min(this.o.maxPollMs, this.idleMs * 2);
+      // Jobs wait for a limit: a slot that frees notifies (the jobs_limit_freed trigger), a
+      // window that opens has its wake-up (wakeIn); polling is only the fallback.
+      if (limited > 0) this.idleMs = this.o.maxPollMs;
       if (rows.length === 0 && this.probeDue) await this.learnNextDue();
       await this.sleep(this.idleMs);
     }

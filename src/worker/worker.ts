@@ -10,6 +10,7 @@ import { DEFAULT_REDACT, type Logger } from '../telemetry/logger.js';
 import { ActiveJobs, type ActiveJob } from './active-jobs.js';
 import { Completer } from './completer.js';
 import { JobRunner } from './job-runner.js';
+import type { LimitPlan } from './limit-plan.js';
 import { Outcomes } from './outcomes.js';
 import { QueueFetcher } from './queue-fetcher.js';
 import { Slots } from './slots.js';
@@ -23,6 +24,8 @@ export interface WorkerSettings {
   queues: Map<string, number>;
   /** Kinds this worker runs (it claims nothing else). */
   kinds: string[];
+  /** Queue → the fleet-wide limits its claim enforces; a queue not in it has none (the plain claim). */
+  limits?: ReadonlyMap<string, LimitPlan>;
   leaseMs: number;
   heartbeatMs: number;
   minPollMs: number;
@@ -139,6 +142,7 @@ export class Worker extends BaseService {
         prefetch: settings.prefetch,
         global: this.global,
         local,
+        ...(settings.limits?.get(queue) ? { limits: settings.limits.get(queue)! } : {}),
         clock: this.clock,
         host: {
           hold: (row) => this.active.add(row),
@@ -151,6 +155,7 @@ export class Worker extends BaseService {
           onClaimed: (q, asked, count) => {
             if (events.wants('worker.claimed')) events.emit({ type: 'worker.claimed', queue: q, asked, count });
           },
+          onLimited: (q, waiting, wakeInMs) => events.emit({ type: 'worker.limited', queue: q, waiting, wakeInMs }),
         },
       });
       this.fetchers.set(queue, fetcher);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { z } from 'zod';
-import { createNightshift, defineJob, isNightshiftError, type NightshiftError } from '../../src/index.js';
+import { createNightshift, defineCheck, defineJob, isNightshiftError, type NightshiftError } from '../../src/index.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { useTestDatabase } from '../support/db.js';
 
@@ -278,4 +278,53 @@ describe('enqueue: jobs that could never run, and trace contexts (issue 11, bug 
     expect(await t.jobCount()).toBe(before);
   });
 
+});
+
+describe('defineCheck and the watchdog API: every problem named, nothing written', () => {
+  const run = () => ({ status: 'ok' as const, message: '' });
+  it.each([
+    ['no timing', { name: 'c', run }, 'cron'],
+    ['both timings', { name: 'c', every: '1m', cron: '* * * * *', run }, 'every'],
+    ['an interval below a second', { name: 'c', every: 500, run }, 'every'],
+    ['a cron that never fires', { name: 'c', cron: '0 0 30 2 *', run }, 'cron'],
+    ['a zone that does not exist', { name: 'c', cron: '0 1 * * *', tz: 'Mars/Olympus', run }, 'tz'],
+    ['a name with a space', { name: 'two words', every: '1m', run }, 'name'],
+    ['a name reserved for the built-ins', { name: 'nightshift.mine', every: '1m', run }, 'name'],
+    ['no run function', { name: 'c', every: '1m' }, 'run'],
+    ['failAfter 0', { name: 'c', every: '1m', failAfter: 0, run }, 'failAfter'],
+    ['a renotify below a second', { name: 'c', every: '1m', renotify: 10, run }, 'renotify'],
+    ['a timeout of two hours', { name: 'c', every: '1m', timeoutMs: '2h', run }, 'timeoutMs'],
+    ['notify not a list', { name: 'c', every: '1m', notify: 'ops', run }, 'notify'],
+    ['a misspelt option', { name: 'c', every: '1m', failafter: 2, run }, 'failafter'],
+  ])('%s: NS_CONFIG_INVALID at %s', async (_what, options, path) => {
+    const err = await failure(() => defineCheck(options as never));
+    expect(err.code).toBe('NS_CONFIG_INVALID');
+    expect(err.issues.map((i) => i.path), err.message).toContain(path);
+  });
+
+  it('a check naming a notifier that does not exist: NS_CONFIG_INVALID with a did-you-mean, at client construction', async () => {
+    const c = defineCheck({ name: 'c', every: '1m', notify: ['opps'], run });
+    const { webhookNotifier } = await import('../../src/index.js');
+    const err = await failure(() => createNightshift({ databaseUrl: t.url, schema: t.schema, logger: silentLogger(), checks: [c], watchdog: { notifiers: [webhookNotifier({ name: 'ops', url: 'https://x.example/h', secret: 's' })] } }));
+    expect(err.issues).toEqual([{ path: 'c.notify.0', message: 'no notifier named "opps"; did you mean "ops"?' }]);
+  });
+
+  it('two checks of one name: NS_DUPLICATE_CHECK', async () => {
+    const a = defineCheck({ name: 'same', every: '1m', run });
+    const b = defineCheck({ name: 'same', every: '2m', run });
+    expect((await failure(() => createNightshift({ databaseUrl: t.url, schema: t.schema, logger: silentLogger(), checks: [a, b] }))).code).toBe('NS_DUPLICATE_CHECK');
+  });
+
+  it.each([
+    ['an id that is not a number', () => t.client().getAlert('abc'), 'NS_OPTIONS_INVALID'],
+    ['an id past bigint', () => t.client().getAlert('99999999999999999999'), 'NS_OPTIONS_INVALID'],
+    ['an ack without a reason', () => t.client().ackAlert('1', { reason: '  ' }), 'NS_OPTIONS_INVALID'],
+    ['a listing limit of 0', () => t.client().listAlerts({ limit: 0 }), 'NS_OPTIONS_INVALID'],
+    ['an alert that does not exist', () => t.client().getAlert('424242'), 'NS_ALERT_NOT_FOUND'],
+    ['a check without the watchdog', () => t.client().runCheck('anything'), 'NS_CHECK_NOT_FOUND'],
+  ])('%s: %s', async (_what, call, code) => {
+    const before = (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".audit_log`)).rows[0].n;
+    expect((await failure(call)).code).toBe(code);
+    expect((await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".audit_log`)).rows[0].n).toBe(before);
+  });
 });

@@ -47,6 +47,9 @@ const cases: [what: string, args: string[], code: number, stderr: string][] = [
   ['an empty --schema', ['--schema', '', 'jobs', 'list'], 2, 'NS_USAGE: --schema is empty'],
   ['--roles naming no role', ['worker', '--roles', ','], 2, 'NS_USAGE: --roles "," names no role'],
   ['a kind one typo from a defined one', ['enqueue', 'send-emial', '--payload', '{}'], 2, 'did you mean "send-email"?'],
+  ['alerts with a word for --limit', ['alerts', '--limit', 'ten'], 2, 'NS_USAGE: --limit must be an integer'],
+  ['alerts --before with SQL metacharacters', ['alerts', '--before', "1' OR '1'='1"], 2, 'NS_OPTIONS_INVALID'],
+  ['alerts ack with a blank reason', ['alerts', 'ack', '1', '--reason', '  '], 2, 'NS_USAGE: --reason is required'],
 ];
 
 describe('nightshift CLI: bad input', () => {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { defineConfig, defineDaemon, defineJob, defineSchedule, isNightshiftError, type NightshiftError } from '../../src/index.js';
+import { defineCheck, defineConfig, defineDaemon, defineJob, defineSchedule, isNightshiftError, webhookNotifier, type NightshiftError } from '../../src/index.js';
 import { loadConfig } from '../../src/config/load-config.js';
 
 // Entry point: the config file (defineConfig and the loader). Every mistake is reported at once,
@@ -14,6 +14,8 @@ const job = defineJob({ kind: 'job', payload: z.object({}), run: async () => und
 const other = defineJob({ kind: 'job', payload: z.object({}), run: async () => undefined });
 const daemon = defineDaemon({ name: 'd', everyMs: 1_000, run: async () => undefined });
 const schedule = defineSchedule({ name: 's', every: '1m', job });
+const check = defineCheck({ name: 'c', every: '1m', run: () => ({ status: 'ok', message: '' }) });
+const hook = webhookNotifier({ url: 'https://alerts.example/hook', secret: 's' });
 
 function problems(config: unknown): NightshiftError {
   try {
@@ -52,10 +54,35 @@ describe('defineConfig: every mistake under its path', () => {
     ['a required variable that is no name', { requiredEnv: ['lower case'] }, 'requiredEnv.0'],
     ['maxPayloadBytes negative', { maxPayloadBytes: -1 }, 'maxPayloadBytes'],
     ['a misspelt top-level key', { job: [job] }, 'job'],
+    ['a check that is not from defineCheck', { checks: [{ name: 'x' }] }, 'checks.0'],
+    ['a check defined twice', { checks: [check, check] }, 'checks.1'],
+    ['a role naming an unknown check', { checks: [check], roles: { r: { checks: ['cc'] } } }, 'roles.r.checks.0'],
+    ['a misspelt watchdog key', { watchdog: { notifier: [] } }, 'watchdog.notifier'],
+    ['a notifier that is not one', { watchdog: { notifiers: [{ url: 'x' }] } }, 'watchdog.notifiers.0'],
+    ['two notifiers of one name', { watchdog: { notifiers: [hook, hook] } }, 'watchdog.notifiers.1'],
+    ['a misspelt built-in', { watchdog: { builtins: { queuelag: {} } } }, 'watchdog.builtins.queuelag'],
+    ['a misspelt threshold', { watchdog: { builtins: { queueLag: { warnMs: 1 } } } }, 'watchdog.builtins.queueLag.warnMs'],
+    ['a threshold that is not a duration', { watchdog: { builtins: { queueLag: { warningMs: '2 minutes' } } } }, 'watchdog.builtins.queueLag.warningMs'],
+    ['a percentage out of range', { watchdog: { builtins: { connectionBudget: { criticalPercent: 0 } } } }, 'watchdog.builtins.connectionBudget.criticalPercent'],
+    ['a built-in interval below a second', { watchdog: { builtins: { every: 500 } } }, 'watchdog.builtins.every'],
+    ['a built-in with failAfter 0', { watchdog: { builtins: { expiredLeases: { failAfter: 0 } } } }, 'watchdog.builtins.expiredLeases.failAfter'],
+    ['delivery with 0 attempts', { watchdog: { delivery: { maxAttempts: 0 } } }, 'watchdog.delivery.maxAttempts'],
+    ['delivery back-off with a negative delay', { watchdog: { delivery: { backoff: { initialMs: -1 } } } }, 'watchdog.delivery.backoff.initialMs'],
   ])('%s: NS_CONFIG_INVALID at %s', (_what, config, path) => {
     const err = problems(config);
     expect(err.code).toBe('NS_CONFIG_INVALID');
     expect(err.issues.map((i) => i.path), err.message).toContain(path);
+  });
+
+  it('suggests the check a role meant, and the built-in key a typo meant', () => {
+    const err = problems({ checks: [check], roles: { r: { checks: ['nightshift.queue-lags', 'nightshift*'] } }, watchdog: { builtins: { queueLagg: false } } });
+    expect(err.issues).toEqual(
+      expect.arrayContaining([
+        { path: 'roles.r.checks.0', message: 'unknown check "nightshift.queue-lags"; did you mean "nightshift.queue-lag"?' },
+        { path: 'roles.r.checks.1', message: 'unknown check "nightshift*"; did you mean "nightshift.*"?' },
+        { path: 'watchdog.builtins.queueLagg', message: 'unknown option; did you mean "queueLag"?' },
+      ]),
+    );
   });
 
   it('reports every problem at once', () => {

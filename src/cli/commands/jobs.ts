@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
-import type { BulkOptions, JobLogLine, JobRecord, JobState, Resolution } from '../../index.js';
+import type { BulkOptions, JobLimitState, JobLogLine, JobRecord, JobState, Resolution } from '../../index.js';
 import type { CliRun } from '../cli-io.js';
 import { clientCommand, listCommand } from '../client-command.js';
 import { UsageError } from '../exit-codes.js';
 import { intFlag, listFlag } from '../parse.js';
 import { age } from '../output.js';
+import { jobLimitLines } from './limits.js';
 
 interface FilterFlags {
   kind?: string;
@@ -23,8 +24,8 @@ export function jobNote(j: Pick<JobRecord, 'state' | 'reason' | 'errors'>): stri
   return j.state === 'completed' ? '' : (j.errors.at(-1)?.message ?? '');
 }
 
-/** One job in full: fields, then its error history, then its log. */
-function jobLines(j: JobRecord, logs: JobLogLine[]): string[] {
+/** One job in full: fields, then its limits (waiting for one is not stuck), its error history, then its log. */
+function jobLines(j: JobRecord, logs: JobLogLine[], limits: JobLimitState[]): string[] {
   const rows: [string, unknown][] = [
     ['id', j.id], ['kind', j.kind], ['queue', j.queue], ['state', j.state], ['priority', j.priority],
     ['attempt', `${j.attempt} of ${j.maxAttempts}`], ['delivery', j.delivery], ['run at', j.runAt.toISOString()],
@@ -33,6 +34,7 @@ function jobLines(j: JobRecord, logs: JobLogLine[]): string[] {
     ['reason', j.reason],
   ];
   const lines = rows.filter(([, v]) => v !== undefined && v !== null).map(([k, v]) => `${k.padEnd(11)} ${String(v)}`);
+  lines.push(...jobLimitLines(limits));
   if (j.errors.length) lines.push('errors:', ...j.errors.map((e) => `  attempt ${e.attempt} ${e.at} [${e.kind}${e.code ? ` ${e.code}` : ''}] ${e.message}`));
   if (logs.length) lines.push('log:', ...logs.map((l) => `  attempt ${l.attempt} ${l.at.toISOString()} ${l.level.padEnd(5)} ${l.msg}${l.fields ? ` ${JSON.stringify(l.fields)}` : ''}`));
   return lines;
@@ -79,10 +81,10 @@ export function registerJobs(program: Command, run: CliRun): void {
     },
   );
 
-  clientCommand<object, [string], { job: JobRecord; logs: JobLogLine[] }>(jobs.command('show <id>').description('one job with its error history'), run, {
-    fetch: async (ns, { args: [id] }) => ({ job: await ns.getJob(id), logs: await ns.jobLogs(id) }),
-    toJson: ({ job, logs }) => ({ ...job, logs }),
-    human: ({ job, logs }) => jobLines(job, logs),
+  clientCommand<object, [string], { job: JobRecord; logs: JobLogLine[]; limits: JobLimitState[] }>(jobs.command('show <id>').description('one job with its limits and error history'), run, {
+    fetch: async (ns, { args: [id] }) => ({ job: await ns.getJob(id), logs: await ns.jobLogs(id), limits: await ns.jobLimits(id) }),
+    toJson: ({ job, logs, limits }) => ({ ...job, logs, limits }),
+    human: ({ job, logs, limits }) => jobLines(job, logs, limits),
   });
 
   const bulk = (name: 'retry' | 'cancel', description: string) =>

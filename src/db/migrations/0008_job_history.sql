@@ -103,11 +103,14 @@ SELECT history_partitions_ensure();
 
 -- Drops the oldest day partition of `st` whose whole day ended more than `keep` ago, with the
 -- stored logs and `ever` dedupe keys of its jobs; returns how many jobs went, or NULL when no
--- partition is that old. One partition per call (the caller loops, a transaction each), so the
--- lock a drop takes on the state's table — which completions insert into — lasts one drop. Waits
--- at most `lock_wait` for the partition (a long read of it) and returns 0 to be called again later
--- rather than queue completions behind it.
-CREATE FUNCTION history_prune(st text, keep interval, lock_wait interval DEFAULT '500 milliseconds') RETURNS bigint
+-- partition is that old. Jobs of `spared` kinds (a retention of their own for this state,
+-- defineJob's `retention`) are not dropped: the partition is detached first, and their rows go back
+-- into the history, where no day partition takes them any more — the state's default partition,
+-- pruned row by row at their own age. One partition per call (the caller loops, a transaction
+-- each), so the lock a drop takes on the state's table — which completions insert into — lasts one
+-- drop. Waits at most `lock_wait` for it (a long read of the partition) and returns 0 to be called
+-- again later rather than queue completions behind it.
+CREATE FUNCTION history_prune(st text, keep interval, spared text[] DEFAULT '{}', lock_wait interval DEFAULT '200 milliseconds') RETURNS bigint
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
   part text;
@@ -119,41 +122,55 @@ BEGIN
     AND ((to_date(right(c.relname, 8), 'YYYYMMDD') + 1)::timestamp AT TIME ZONE 'UTC') <= now() - keep
   ORDER BY c.relname LIMIT 1;
   IF part IS NULL THEN RETURN NULL; END IF;
+  -- The slow part first, before any lock a completion would wait for: the day is over, so nothing
+  -- is written to the partition any more; its jobs' logs and keys go (spared kinds' stay).
+  EXECUTE format('SELECT count(*) FILTER (WHERE NOT (kind = ANY($1))) FROM %I', part) INTO n USING spared;
+  EXECUTE format('DELETE FROM job_logs l USING %I h WHERE l.job_id = h.id AND NOT (h.kind = ANY($1))', part) USING spared;
+  EXECUTE format('DELETE FROM dedupe_keys k USING %I h WHERE k.job_id = h.id AND k.expires_at IS NULL AND h.dedupe_scope = ''ever'' AND NOT (h.kind = ANY($1))', part) USING spared;
+  -- Then the short part under the state table's lock: detach, put spared kinds' rows back, drop.
   PERFORM set_config('lock_timeout', (extract(epoch FROM lock_wait) * 1000)::bigint::text || 'ms', true);
   BEGIN
-    EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE', part);
+    EXECUTE format('LOCK TABLE %I, %I IN ACCESS EXCLUSIVE MODE', 'jobs_history_' || st, part);
   EXCEPTION WHEN lock_not_available THEN
     RETURN 0;
   END;
-  EXECUTE format('SELECT count(*) FROM %I', part) INTO n;
-  EXECUTE format('DELETE FROM job_logs l USING %I h WHERE l.job_id = h.id', part);
-  EXECUTE format('DELETE FROM dedupe_keys k USING %I h WHERE k.job_id = h.id AND k.expires_at IS NULL AND h.dedupe_scope = ''ever''', part);
-  BEGIN
-    EXECUTE format('DROP TABLE %I', part);
-  EXCEPTION WHEN lock_not_available THEN
-    RETURN 0;
-  END;
+  EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', 'jobs_history_' || st, part);
+  IF cardinality(spared) > 0 THEN
+    EXECUTE format('INSERT INTO jobs_history SELECT * FROM %I WHERE kind = ANY($1)', part) USING spared;
+  END IF;
+  EXECUTE format('DROP TABLE %I', part);
   RETURN n;
 END
 $$;
 
--- Deletes up to `lim` jobs of `st` that finished more than `keep` ago and that no day partition
--- drop will take: those in the default partition, and — with a retention under a day — those of a
--- day that is not over yet. With their logs and `ever` dedupe keys. Returns how many.
-CREATE FUNCTION history_prune_rows(st text, keep interval, lim integer) RETURNS bigint
-LANGUAGE sql SET search_path FROM CURRENT AS $$
-  WITH doomed AS (
-    SELECT id, finished_at FROM jobs_history
-    WHERE state = st::job_state AND finished_at < now() - keep
-    LIMIT lim
-  ), gone AS (
-    DELETE FROM jobs_history h USING doomed d
-    WHERE h.state = st::job_state AND h.id = d.id AND h.finished_at = d.finished_at
-    RETURNING h.id, h.dedupe_scope
-  ), logs AS (
-    DELETE FROM job_logs l USING gone g WHERE l.job_id = g.id
-  ), keys AS (
-    DELETE FROM dedupe_keys k USING gone g WHERE g.dedupe_scope = 'ever' AND k.job_id = g.id AND k.expires_at IS NULL
-  )
-  SELECT count(*) FROM gone
+-- Deletes up to `lim` jobs of `st` that finished more than `keep` ago, of `kinds` (NULL: any) and
+-- not of `spared`, with their logs and `ever` dedupe keys; returns how many. With `only_default`,
+-- only from the state's default partition (what no day drop takes: rows of a day that had no
+-- partition, spared kinds' rows of dropped days), so no scan of the day partitions, which their
+-- drop empties; without it (a retention under a day, a kind's retention shorter than its state's),
+-- from the whole state.
+CREATE FUNCTION history_prune_rows(st text, keep interval, lim integer, kinds text[] DEFAULT NULL, spared text[] DEFAULT '{}', only_default boolean DEFAULT true) RETURNS bigint
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+  tbl text := CASE WHEN only_default THEN 'jobs_history_' || st || '_default' ELSE 'jobs_history_' || st END;
+  n bigint;
+BEGIN
+  EXECUTE format($q$
+    WITH doomed AS (
+      SELECT id, finished_at FROM %I
+      WHERE finished_at < now() - $1 AND ($3::text[] IS NULL OR kind = ANY($3)) AND NOT (kind = ANY($4))
+      LIMIT $2
+    ), gone AS (
+      DELETE FROM %I h USING doomed d
+      WHERE h.id = d.id AND h.finished_at = d.finished_at
+      RETURNING h.id, h.dedupe_scope
+    ), logs AS (
+      DELETE FROM job_logs l USING gone g WHERE l.job_id = g.id
+    ), keys AS (
+      DELETE FROM dedupe_keys k USING gone g WHERE g.dedupe_scope = 'ever' AND k.job_id = g.id AND k.expires_at IS NULL
+    )
+    SELECT count(*) FROM gone$q$, tbl, tbl)
+  INTO n USING keep, lim, kinds, coalesce(spared, '{}');
+  RETURN n;
+END
 $$;

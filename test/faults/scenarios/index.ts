@@ -1,9 +1,11 @@
 import type { AnyScenario } from '../harness/scenario.js';
 import { daemonFailover } from './daemon-failover.js';
 import { dedupeConcurrency } from './dedupe-concurrency.js';
+import { limitsUnderFaults } from './limits-under-faults.js';
 import { listenerFaults } from './listener-faults.js';
 import { pausedWorker } from './paused-worker.js';
 import { pgFailover } from './pg-failover.js';
+import { pipelineFaults } from './pipeline-faults.js';
 import { atLeastOnceUnderFaults, atMostOnceUnderFaults } from './queue-faults.js';
 import { scheduleReplicas } from './schedule-replicas.js';
 import { shutdownUnderLoad } from './shutdown-under-load.js';
@@ -21,4 +23,6 @@ export const SCENARIOS: AnyScenario[] = [
   shutdownUnderLoad,
   streamFaults,
   pgFailover,
+  pipelineFaults,
+  limitsUnderFaults,
 ];

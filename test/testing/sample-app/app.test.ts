@@ -19,6 +19,7 @@ import config from './nightshift.config.js';
 import { chargeCard, createAccount, dailyDigest, sendWelcome, syncInbox } from './jobs.js';
 import { billing, mailer } from './providers.js';
 import { signUp } from './signup.js';
+import { dailyReport } from './report.js';
 
 // #region setup
 let server: EmbeddedPostgresHandle | undefined;
@@ -130,6 +131,18 @@ describe('sample app', () => {
       tx.release();
     }
     await refuteEnqueued(t.ns, createAccount, { email: 'linus@example.com' });
+  });
+  // #endregion
+
+  // #region pipeline
+  it('runs the daily report step by step: every step a job, each output recorded', async () => {
+    await t.ns.pipelines.start(dailyReport, '2026-11-29');
+    const ran = await drain(t.ns, { kinds: dailyReport.spec.steps.map((s) => s.kind) });
+    expect(ran.counts.completed).toBe(6); // load, the fan-out and its 3 items, total
+    const run = await t.ns.pipelines.getRun('daily-report', '2026-11-29');
+    expect(run.state).toBe('succeeded');
+    expect(run.stepList.map((s) => [s.name, s.output])).toEqual([['load', { day: '2026-11-29', rows: 3 }], ['score', null], ['total', 60]]);
+    expect((await t.ns.pipelines.verify(dailyReport, '2026-11-29')).ok).toBe(true);
   });
   // #endregion
 

@@ -1,0 +1,70 @@
+import type { Database } from '../db/database.js';
+import type { Executor } from '../db/executor.js';
+import { pipelineArtifactStatements, type PipelineArtifactStatements } from '../db/pipelines-artifacts.js';
+import { pipelineMaintenanceStatements, type PipelineMaintenanceStatements } from '../db/pipelines-maintenance.js';
+import { pipelineRunStatements, type PipelineRunStatements, type RunRow } from '../db/pipelines-runs.js';
+import { pipelineStepStatements, type PipelineStepStatements } from '../db/pipelines-steps.js';
+import type { JobDefinition } from '../jobs/define-job.js';
+import type { Enqueuer } from '../jobs/enqueuer.js';
+import type { EventBus, NightshiftEvent } from '../telemetry/events.js';
+import type { Logger } from '../telemetry/logger.js';
+import type { ArtifactRun, ArtifactStore } from './artifact-store.js';
+import type { PipelineSpec } from './define-pipeline.js';
+
+/** The statements of every pipeline table, for one schema. */
+export interface PipelineStatements {
+  runs: PipelineRunStatements;
+  steps: PipelineStepStatements;
+  artifacts: PipelineArtifactStatements;
+  maint: PipelineMaintenanceStatements;
+}
+
+/** Builds the pipeline statements of a database's schema. */
+export function pipelineStatements(database: Database): PipelineStatements {
+  const set = database.statements;
+  return {
+    runs: pipelineRunStatements(set),
+    steps: pipelineStepStatements(set),
+    artifacts: pipelineArtifactStatements(set),
+    maint: pipelineMaintenanceStatements(set),
+  };
+}
+
+/** What the parts of the pipeline runtime share: one per client. */
+export interface EngineContext {
+  readonly database: Database;
+  readonly pool: Executor;
+  readonly st: PipelineStatements;
+  readonly events: EventBus;
+  readonly logger: Logger;
+  /** The client's enqueuer (set once the client has built it). */
+  enqueuer(): Enqueuer;
+  /** This client's definition of a pipeline, if it has one. */
+  definition(name: string): PipelineSpec | undefined;
+  /** The names of the pipelines this client defines. */
+  names(): string[];
+  /** The store of a pipeline. */
+  store(spec: PipelineSpec): ArtifactStore;
+  /** This client's job definition of a step kind (or starter kind), if it has one. */
+  job(kind: string): JobDefinition | undefined;
+  /** How recently a process must have been seen to count as live (held detection). */
+  readonly liveProcessMs: number;
+  /** Put error messages in logs and spans. */
+  readonly errorMessages: boolean;
+}
+
+/** What a transaction decided that is acted on after it commits: events to emit, runs to publish. */
+export interface Effects {
+  events: NightshiftEvent[];
+  finished: Set<string>;
+}
+
+/** An empty set of effects. */
+export function effects(): Effects {
+  return { events: [], finished: new Set() };
+}
+
+/** A run as its store sees it. */
+export function artifactRun(run: Pick<RunRow, 'pipeline' | 'key' | 'id' | 'dry_run' | 'generation'>): ArtifactRun {
+  return { pipeline: run.pipeline, key: run.key, runId: run.id, dryRun: run.dry_run, generation: run.generation };
+}

@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineJob, defineQueue } from '../../src/index.js';
+import { useTestDatabase } from '../support/db.js';
+import { waitFor } from '../support/wait.js';
+import { maxOverlap, startsInWindow } from './overlap.js';
+
+const t = useTestDatabase('flow');
+t.migrateBeforeAll();
+
+/** A runs table: each run records its start and end on the database clock. */
+async function runsTable(): Promise<void> {
+  await t.sql.query(`CREATE TABLE IF NOT EXISTS "${t.schema}".runs (job_id bigint, key text, started_at timestamptz, ended_at timestamptz)`);
+  await t.sql.query(`TRUNCATE "${t.schema}".runs`);
+}
+
+/** A handler that records its run and waits until released (a row in `gate`), so overlaps are real. */
+function recordingJob(kind: string, options: Record<string, unknown>, holdMs = 0) {
+  return defineJob({
+    kind,
+    payload: z.object({ key: z.string(), n: z.number() }),
+    ...options,
+    run: async (p, ctx) => {
+      await ctx.db.query({ text: `INSERT INTO "${t.schema}".runs (job_id, key, started_at) VALUES ($1, $2, clock_timestamp())`, values: [ctx.jobId, p.key] });
+      if (holdMs > 0) await ctx.db.query({ text: `SELECT pg_sleep($1)`, values: [holdMs / 1000] });
+      await ctx.db.query({ text: `UPDATE "${t.schema}".runs SET ended_at = clock_timestamp() WHERE job_id = $1 AND ended_at IS NULL`, values: [ctx.jobId] });
+    },
+  });
+}
+
+async function runs(): Promise<{ key: string; start: number; end: number }[]> {
+  const { rows } = await t.sql.query(`SELECT key, extract(epoch FROM started_at) * 1000 AS s, extract(epoch FROM ended_at) * 1000 AS e FROM "${t.schema}".runs`);
+  return rows.map((r: { key: string; s: string; e: string }) => ({ key: r.key, start: Number(r.s), end: Number(r.e) }));
+}
+
+describe('fleet-wide concurrency limit', () => {
+  it('never runs more than the limit at once across two workers, and runs every job', async () => {
+    await runsTable();
+    const job = recordingJob('limited-global', { concurrency: { limit: 2 } }, 30);
+    const a = t.client({ jobs: [job], concurrency: 10 });
+    const b = t.client({ jobs: [job], concurrency: 10 });
+    await a.enqueueMany(
+      job,
+      Array.from({ length: 30 }, (_, n) => ({ key: 'k', n })),
+    );
+    await Promise.all([a.start(), b.start()]);
+    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = 'limited-global' AND state = 'completed'`)).rows[0].n === 30);
+    const all = await runs();
+    expect(all).toHaveLength(30);
+    expect(maxOverlap(all)).toBeLessThanOrEqual(2);
+    expect(maxOverlap(all)).toBe(2);
+  });
+
+  it('holds per key, and every key progresses', async () => {
+    await runsTable();
+    const job = recordingJob('limited-key', { concurrency: { limit: 1, key: (p: { key: string }) => p.key } }, 10);
+    const a = t.client({ jobs: [job], concurrency: 8 });
+    await a.enqueueMany(
+      job,
+      Array.from({ length: 40 }, (_, n) => ({ key: `k${n % 5}`, n })),
+    );
+    await a.start();
+    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = 'limited-key' AND state = 'completed'`)).rows[0].n === 40);
+    const all = await runs();
+    for (let k = 0; k < 5; k++) expect(maxOverlap(all.filter((r) => r.key === `k${k}`))).toBe(1);
+    expect(maxOverlap(all)).toBeGreaterThan(1);
+  });
+
+  it('holds for a queue, whatever the kind', async () => {
+    await runsTable();
+    const x = recordingJob('q-x', { queue: 'narrow' }, 20);
+    const y = recordingJob('q-y', { queue: 'narrow' }, 20);
+    const a = t.client({ jobs: [x, y], concurrency: 10, queueDefinitions: [defineQueue({ name: 'narrow', concurrency: { limit: 3 } })] });
+    await a.enqueueMany(
+      x,
+      Array.from({ length: 10 }, (_, n) => ({ key: 'x', n })),
+    );
+    await a.enqueueMany(
+      y,
+      Array.from({ length: 10 }, (_, n) => ({ key: 'y', n })),
+    );
+    await a.start();
+    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE queue = 'narrow' AND state = 'completed'`)).rows[0].n === 20);
+    expect(maxOverlap(await runs())).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('fleet-wide rate limit', () => {
+  it('starts at most the limit in any window', async () => {
+    await runsTable();
+    const job = recordingJob('rated', { rateLimit: { limit: 5, per: 500 } });
+    const a = t.client({ jobs: [job], concurrency: 10 });
+    await a.enqueueMany(
+      job,
+      Array.from({ length: 15 }, (_, n) => ({ key: 'r', n })),
+    );
+    await a.start();
+    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = 'rated' AND state = 'completed'`)).rows[0].n === 15);
+    const { rows } = await t.sql.query(`SELECT extract(epoch FROM started_at) * 1000 AS s FROM "${t.schema}".jobs WHERE kind = 'rated'`);
+    expect(
+      startsInWindow(
+        rows.map((r: { s: string }) => Number(r.s)),
+        500,
+      ),
+    ).toBe(5);
+  });
+});
