@@ -33,7 +33,7 @@ async function alertRows(check: string) {
 }
 
 async function notifications() {
-  return (await t.sql.query(`SELECT payload FROM ${q()}.jobs WHERE kind = 'nightshift.notify' ORDER BY id`)).rows.map((r: { payload: { notifier: string; notification: { id: string; event: string; sequence: number } } }) => r.payload);
+  return (await t.sql.query(`SELECT payload FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' ORDER BY id`)).rows.map((r: { payload: { notifier: string; notification: { id: string; event: string; sequence: number } } }) => r.payload);
 }
 
 describe('the alert state machine, in the database', () => {
