@@ -105,3 +105,33 @@ describe('fleet-wide rate limit', () => {
     ).toBe(5);
   });
 });
+
+describe('limited and unlimited kinds in one process', () => {
+  // Found by two trials as new users: a process with one limited kind claimed its other queues
+  // through the limited claim, which failed on a job of a kind without limits ("cannot extract
+  // elements from a scalar"), so none of those queues' jobs ran.
+  it('runs the unlimited kinds of its other queues and of the same queue, enqueued by the API and in SQL', async () => {
+    const limited = defineJob({ kind: 'mix-limited', payload: z.object({}), queue: 'mix-a', concurrency: { limit: 1 }, run: async () => undefined });
+    const sameQueue = defineJob({ kind: 'mix-plain-a', payload: z.object({}), queue: 'mix-a', run: async () => undefined });
+    const otherQueue = defineJob({ kind: 'mix-plain-b', payload: z.object({}), queue: 'mix-b', run: async () => undefined });
+    const ns = t.client({ jobs: [limited, sameQueue, otherQueue], concurrency: 4 });
+    await ns.enqueueMany(limited, [{}, {}, {}]);
+    await ns.enqueueMany(sameQueue, [{}, {}, {}]);
+    await ns.enqueueMany(otherQueue, [{}, {}, {}]);
+    const errors: string[] = [];
+    ns.on((e) => {
+      if (e.type === 'worker.error') errors.push(e.type);
+    });
+    await ns.start();
+    // Without limit keys: as a schedule or the SQL enqueue() leaves a job (kinds are known once started).
+    await t.sql.query(`SELECT "${t.schema}".enqueue('mix-plain-b', '{}'::jsonb, queue => 'mix-b')`);
+    await t.sql.query(`SELECT "${t.schema}".enqueue('mix-plain-a', '{}'::jsonb, queue => 'mix-a')`);
+    const done = async () => (await ns.listJobs({ state: 'completed', limit: 100 })).filter((j) => j.kind.startsWith('mix-')).length;
+    try {
+      await waitFor('every job of the three kinds to complete', async () => (await done()) === 11);
+      expect(errors).toEqual([]);
+    } finally {
+      await ns.stop();
+    }
+  });
+});

@@ -70,6 +70,8 @@ describe('handlers that ignore their abort signal', () => {
       await waitFor('both stubborn jobs to be discarded by their timeout', async () => (await states('stuck-stubborn')).discarded === 2);
       await ns.enqueueMany(normal, Array.from({ length: 10 }, (_, n) => ({ n })));
       await waitFor('the other jobs to run although two handlers never returned', async () => (await states('stuck-normal')).completed === 10);
+      // One freed slot may run all ten before the other handler's grace period ends: wait for both reports.
+      await waitFor('both handlers reported stuck', () => stuckEvents.length === 2);
       expect(stuckEvents.sort()).toEqual([...ids].sort());
       expect(ns.stuckHandlers).toBe(2);
     } finally {

@@ -190,7 +190,8 @@ BEGIN
          coalesce((SELECT array_agg(c.id ORDER BY c.priority, c.run_at, c.id) FROM c WHERE NOT c.exp), '{}'),
          coalesce((SELECT array_agg(c.id ORDER BY c.priority, c.run_at, c.id) FROM c WHERE c.exp), '{}'),
          -- Only the jobs whose stored keys change (see the UPDATE below).
-         coalesce((SELECT jsonb_object_agg(c.id::text, (SELECT jsonb_agg(DISTINCT e ORDER BY e) FROM unnest(c.keys) e)) FROM c WHERE NOT c.exp AND c.rewrite), '{}'),
+         -- (a job of a kind without limits has no keys: '[]', never a JSON null the UPDATE cannot unnest)
+         coalesce((SELECT jsonb_object_agg(c.id::text, coalesce((SELECT jsonb_agg(DISTINCT e ORDER BY e) FROM unnest(c.keys) e), '[]'::jsonb)) FROM c WHERE NOT c.exp AND c.rewrite), '{}'),
          coalesce((SELECT jsonb_object_agg(need.k, need.n) FROM need WHERE pers ? need.nm), '{}')
   INTO ok, taken, expired, effs, took;
 
