@@ -88,7 +88,7 @@ SELECT count(*)::int AS n FROM moved`,
     // The day partitions of the history from `back` days ago to `ahead` days ahead (made once).
     ensurePartitions: set.plain<{ made: number }, [back: number, ahead: number]>((s) => `SELECT ${s}.history_partitions_ensure($1, $2) AS made`),
     // One whole day of a state's history older than the retention: dropped with its logs and keys,
-    // the spared kinds' rows kept (NULL when no partition is that old, 0 when its lock was busy).
+    // the spared kinds' rows kept (NULL when no partition is that old, -1 when its lock was busy).
     // See migration 0008.
     pruneDay: set.plain<{ n: string | null }, [state: string, olderThanMs: number, spared: readonly string[]]>(
       (s) => `SELECT ${s}.history_prune($1, $2::float8 * interval '1 millisecond', $3::text[])::text AS n`,
@@ -153,7 +153,7 @@ export class JobMaintenanceQueries {
   async pruneDay(p: { state: string; olderThanMs: number; spared: readonly string[] }): Promise<number | 'busy' | 'none'> {
     const [row] = await run(this.db, this.st.pruneDay, [p.state, p.olderThanMs, p.spared]);
     if (row?.n === null || row?.n === undefined) return 'none';
-    return row.n === '0' ? 'busy' : Number(row.n);
+    return row.n === '-1' ? 'busy' : Number(row.n);
   }
 
   /**

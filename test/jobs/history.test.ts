@@ -55,7 +55,7 @@ describe('finished jobs live in jobs_history (migration 0008)', () => {
     expect(await rows('jobs_history', id)).toEqual([]);
     await drain(ns);
     expect(await rows('jobs_history', id)).toEqual(['completed']);
-    expect((await ns.getJob(id)).attempt).toBe(1);
+    expect((await ns.getJob(id)).attempt).toBe(2);
   });
 
   it("an 'ever' dedupe key holds while its job is in the history, and goes when the job is pruned", async () => {
@@ -84,7 +84,7 @@ describe('finished jobs live in jobs_history (migration 0008)', () => {
     const keptId = (await ns.enqueue(kept, {})).id;
     await drain(ns);
     // Three days ago: that day's partition takes them (moving rows between partitions on update).
-    await t.sql.query(`UPDATE ${q()}.jobs_history SET finished_at = date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '3 days' + interval '1 hour' WHERE kind LIKE 'h-%'`);
+    await t.sql.query(`UPDATE ${q()}.jobs_history SET finished_at = date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '3 days' + interval '1 hour' WHERE id = ANY($1::bigint[])`, [[...ids, keptId]]);
     const day = `jobs_history_completed_p${dayName(3)}`;
     expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.${day}`)).rows[0].n).toBe(6);
     const pruned = await ns.prune();

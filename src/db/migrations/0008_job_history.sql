@@ -102,14 +102,14 @@ $$;
 SELECT history_partitions_ensure();
 
 -- Drops the oldest day partition of `st` whose whole day ended more than `keep` ago, with the
--- stored logs and `ever` dedupe keys of its jobs; returns how many jobs went, or NULL when no
--- partition is that old. Jobs of `spared` kinds (a retention of their own for this state,
+-- stored logs and `ever` dedupe keys of its jobs; returns how many jobs went (0 for an empty day),
+-- -1 when its lock was busy, or NULL when no partition is that old. Jobs of `spared` kinds (a retention of their own for this state,
 -- defineJob's `retention`) are not dropped: the partition is detached first, and their rows go back
 -- into the history, where no day partition takes them any more — the state's default partition,
 -- pruned row by row at their own age. One partition per call (the caller loops, a transaction
 -- each), so the lock a drop takes on the state's table — which completions insert into — lasts one
 -- drop. Waits at most `lock_wait` for it (a long read of the partition) and returns 0 to be called
--- again later rather than queue completions behind it.
+-- again later (-1) rather than queue completions behind it.
 CREATE FUNCTION history_prune(st text, keep interval, spared text[] DEFAULT '{}', lock_wait interval DEFAULT '200 milliseconds') RETURNS bigint
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
@@ -132,7 +132,7 @@ BEGIN
   BEGIN
     EXECUTE format('LOCK TABLE %I, %I IN ACCESS EXCLUSIVE MODE', 'jobs_history_' || st, part);
   EXCEPTION WHEN lock_not_available THEN
-    RETURN 0;
+    RETURN -1;
   END;
   EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', 'jobs_history_' || st, part);
   IF cardinality(spared) > 0 THEN
