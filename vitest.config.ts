@@ -10,6 +10,7 @@ export default defineConfig({
     alias: [
       { find: /^nightshift$/, replacement: source('index.ts') },
       { find: /^nightshift\/testing$/, replacement: source('testing/index.ts') },
+      { find: /^nightshift\/dashboard$/, replacement: source('dashboard/index.ts') },
     ],
   },
   test: {

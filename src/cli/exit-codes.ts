@@ -15,6 +15,7 @@ const USAGE_CODES = new Set([
   'NS_USAGE',
   'NS_PORT_UNAVAILABLE',
   'NS_UNKNOWN_PIPELINE',
+  'NS_DASHBOARD_NO_AUTH',
 ]);
 
 /** A usage error raised by the CLI itself (bad flag value, missing database URL, …). */

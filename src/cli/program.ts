@@ -7,6 +7,7 @@ import { cliRun, type CliIo, type CliRun, type CliSelf } from './cli-io.js';
 import { registerAlerts } from './commands/alerts.js';
 import { registerChecks } from './commands/checks.js';
 import { registerDaemons } from './commands/daemons.js';
+import { registerDashboard } from './commands/dashboard.js';
 import { registerDev } from './commands/dev.js';
 import { registerEnqueue } from './commands/enqueue.js';
 import { registerJobs } from './commands/jobs.js';
@@ -52,6 +53,7 @@ function programFor(run: CliRun): Command {
   registerAlerts(program, run);
   registerChecks(program, run);
   registerPipelines(program, run);
+  registerDashboard(program, run);
   registerDev(program, run);
   return program;
 }

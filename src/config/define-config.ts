@@ -6,6 +6,7 @@ import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
 import type { ConsumerDefinition } from '../streams/define-consumer.js';
 import type { Logger } from '../telemetry/logger.js';
+import { DASHBOARD_CONFIG_KEYS, type DashboardConfig } from './dashboard-config.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { resolveOptions, type NightshiftOptions } from '../runtime/client-options.js';
 import { isCheckDefinition, type CheckDefinition } from '../watchdog/define-check.js';
@@ -30,6 +31,8 @@ export interface NightshiftConfig {
     preparedStatements?: boolean | 'auto';
     /** A direct URL for the LISTEN connection when `url` goes through a transaction-mode pooler (docs/poolers.md). Default: `url`. */
     listenUrl?: string;
+    /** `statement_timeout` of this process's connections, in ms (none by default; `nightshift dashboard` uses `dashboard.statementTimeoutMs`). */
+    statementTimeoutMs?: number;
     /** Fail start-up when `replicas` processes would exceed the server's connections. */
     budget?: { replicas?: number; maxConnectionsPerProcess?: number };
   };
@@ -82,6 +85,8 @@ export interface NightshiftConfig {
   logErrorMessages?: boolean;
   /** The actor written to the audit log when an action names none (the CLI's `--actor` wins). Default `user@host`. */
   actor?: string;
+  /** What `nightshift dashboard` serves with: auth, host, port (docs/dashboard.md). */
+  dashboard?: DashboardConfig;
 }
 
 /**
@@ -94,6 +99,7 @@ export const CONFIG_OPTION_PATHS: Readonly<Record<string, string>> = Object.free
   maxConnections: 'database.maxConnections',
   preparedStatements: 'database.preparedStatements',
   listenDatabaseUrl: 'database.listenUrl',
+  statementTimeoutMs: 'database.statementTimeoutMs',
   budget: 'database.budget',
   redisUrl: 'redis.url',
   concurrency: 'worker.concurrency',
@@ -130,7 +136,7 @@ export const CONFIG_OPTION_PATHS: Readonly<Record<string, string>> = Object.free
 
 const PATHS = Object.entries(CONFIG_OPTION_PATHS);
 const sectionKeys = (section: string) => PATHS.filter(([, p]) => p.startsWith(`${section}.`)).map(([, p]) => p.slice(section.length + 1));
-const TOP = [...new Set(PATHS.map(([, p]) => p.split('.')[0]!))];
+const TOP = [...new Set(PATHS.map(([, p]) => p.split('.')[0]!)), 'dashboard'];
 const DATABASE = sectionKeys('database');
 const WORKER = sectionKeys('worker');
 const ROLE = ['jobs', 'queues', 'schedules', 'daemons', 'consumers', 'checks', 'requiredEnv'];
@@ -172,6 +178,7 @@ export function defineConfig(config: NightshiftConfig): Readonly<NightshiftConfi
   unknownKeys(config, TOP, '', issues);
   unknownKeys(config.database, DATABASE, 'database', issues);
   unknownKeys(config.worker, WORKER, 'worker', issues);
+  unknownKeys(config.dashboard, DASHBOARD_CONFIG_KEYS, 'dashboard', issues);
   const kinds: string[] = [];
   (config.jobs ?? []).forEach((j, i) => {
     if (typeof j !== 'object' || j === null || typeof j.kind !== 'string' || typeof j.run !== 'function') {

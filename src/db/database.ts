@@ -2,6 +2,8 @@ import type { Executor } from './executor.js';
 import { JobAdminQueries } from './jobs-admin.js';
 import { JobInsertQueries } from './jobs-insert.js';
 import { JobLogQueries } from './job-logs.js';
+import { JobSearchQueries } from './jobs-search.js';
+import { JobStatsQueries } from './job-stats.js';
 import { JobMaintenanceQueries } from './jobs-maintenance.js';
 import { JobRunQueries } from './jobs-run.js';
 import { LeaseQueries } from './leases.js';
@@ -46,6 +48,10 @@ export class Database {
   readonly watchdog: WatchdogQueries;
   /** The built-in checks' reads (read-only, over jobs, leases and processes). */
   readonly watchdogBuiltins: WatchdogBuiltinQueries;
+  /** Searches of jobs by payload and time (bounded to the newest jobs), and capped counts. */
+  readonly search: JobSearchQueries;
+  /** The per-minute aggregates of the charts. */
+  readonly stats: JobStatsQueries;
   readonly channels: { jobs: string; control: string };
   /** The schema's statement builder (the prepared-statement policy every statement shares). */
   readonly statements: StatementSet;
@@ -78,6 +84,8 @@ export class Database {
     this.jobLogs = new JobLogQueries(db, set);
     this.watchdog = new WatchdogQueries(db, set);
     this.watchdogBuiltins = new WatchdogBuiltinQueries(db, set);
+    this.search = new JobSearchQueries(db, set);
+    this.stats = new JobStatsQueries(db, set);
   }
 
   /** The statements of nightshift/testing (made on first use: no worker needs them). */

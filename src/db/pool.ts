@@ -27,6 +27,8 @@ export interface PoolOptions {
   pool?: pg.Pool;
   max: number;
   applicationName: string;
+  /** `statement_timeout` (ms) on every connection of a pool created here. */
+  statementTimeoutMs?: number;
 }
 
 /** Creates or wraps the one shared pool of a process. */
@@ -38,6 +40,7 @@ export function createPool(options: PoolOptions): PoolHandle {
       connectionString: options.connectionString,
       max: options.max,
       application_name: options.applicationName,
+      ...(options.statementTimeoutMs !== undefined ? { statement_timeout: options.statementTimeoutMs } : {}),
       idleTimeoutMillis: 30_000,
       keepAlive: true,
     });

@@ -57,6 +57,7 @@ export const NIGHTSHIFT_ERROR_CODES = [
   'NS_PIPELINE_ARTIFACT_EXISTS',
   'NS_PIPELINE_STEP_TIMEOUT',
   'NS_PIPELINE_ITEMS_INVALID',
+  'NS_DASHBOARD_NO_AUTH',
 ] as const;
 
 /** A nightshift error's stable code: one of {@link NIGHTSHIFT_ERROR_CODES}. */

@@ -37,3 +37,12 @@ export class PortUnavailableError extends NightshiftError {
     });
   }
 }
+
+/** The dashboard was asked to listen beyond loopback without authentication configured. */
+export class DashboardNoAuthError extends NightshiftError {
+  constructor(host: string) {
+    super('NS_DASHBOARD_NO_AUTH', `the dashboard would listen on ${host}, beyond this machine, with no authentication: anyone who reaches it could retry, cancel and read jobs`, {
+      hint: 'configure dashboard.auth in nightshift.config.ts (basic users, bearer tokens or your own function; docs/dashboard.md), or bind to 127.0.0.1 (the default)',
+    });
+  }
+}

@@ -1,5 +1,7 @@
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
+import type { JobSearch } from '../db/jobs-search.js';
+import type { JobStatsPoint } from '../db/job-stats.js';
 import { ADMIN_FROM, type AdminAction, type ChangedRow, type JobFilter, type StatsRecord } from '../db/jobs-admin.js';
 import type { JobDefinition } from './define-job.js';
 import { JOB_STATES, toJobRecord, type JobRecord, type JobState } from '../db/job-row.js';
@@ -26,6 +28,22 @@ export interface ListJobsOptions {
   beforeId?: string;
   /** Default 50, at most 1000. */
   limit?: number;
+}
+
+/** A search of jobs: the list filters, a payload field and a creation-time range, bounded to recent jobs. */
+export interface SearchJobsOptions extends ListJobsOptions {
+  /**
+   * JSON the payload must contain: `{ orderId: 'o-1' }` finds jobs whose payload has
+   * `orderId: "o-1"` (nested objects match nested fields).
+   */
+  payload?: Record<string, unknown>;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  /**
+   * How many of the newest jobs (by id) are searched when finished jobs may match. Default
+   * 100,000; unfinished states alone (available, running, held, abandoned) are searched whole.
+   */
+  window?: number;
 }
 
 /** A bulk action's filter, and whether to only count. */
@@ -85,6 +103,40 @@ function checkFilter(o: { kind?: string; queue?: string; state?: JobState | JobS
   };
 }
 
+/** The ranges of {@link JobAdmin.jobStats}. */
+export type StatsRange = 'hour' | 'day' | 'week' | 'month';
+
+const STATS_RANGES: Record<StatsRange, { width: 60 | 3600; sinceS: number; stepS: number }> = {
+  hour: { width: 60, sinceS: 3_600, stepS: 60 },
+  day: { width: 60, sinceS: 86_400, stepS: 600 },
+  week: { width: 3600, sinceS: 7 * 86_400, stepS: 3_600 },
+  month: { width: 3600, sinceS: 30 * 86_400, stepS: 6 * 3_600 },
+};
+
+const UNFINISHED: readonly JobState[] = ['available', 'running', 'held', 'abandoned'];
+
+function checkSearch(o: SearchJobsOptions): JobSearch {
+  const base = checkFilter(o);
+  const issues: Issue[] = [];
+  if (o.payload !== undefined && (typeof o.payload !== 'object' || o.payload === null || Array.isArray(o.payload))) {
+    issues.push({ path: 'payload', message: 'must be an object of the fields to match' });
+  }
+  for (const [path, d] of [['createdAfter', o.createdAfter], ['createdBefore', o.createdBefore]] as const) {
+    if (d !== undefined && !(d instanceof Date && !Number.isNaN(d.getTime()))) issues.push({ path, message: 'must be a valid Date' });
+  }
+  const window = o.window ?? 100_000;
+  if (!Number.isInteger(window) || window < 1 || window > 100_000_000) issues.push({ path: 'window', message: 'must be an integer from 1 to 100000000' });
+  if (issues.length) throw new OptionsInvalidError('job search', issues);
+  const unfinishedOnly = base.states !== undefined && base.states.every((s) => UNFINISHED.includes(s));
+  return {
+    ...base,
+    ...(o.payload ? { payload: o.payload } : {}),
+    ...(o.createdAfter ? { createdAfter: o.createdAfter } : {}),
+    ...(o.createdBefore ? { createdBefore: o.createdBefore } : {}),
+    window: unfinishedOnly ? null : window,
+  };
+}
+
 /**
  * The operator's view of jobs and queues: list, inspect, retry, cancel, resolve, pause and resume.
  * Every change is one statement that also writes its audit entry (who, what, why, when).
@@ -117,6 +169,51 @@ export class JobAdmin {
       throw new OptionsInvalidError('listJobs options', [{ path: 'limit', message: 'must be an integer from 1 to 1000' }]);
     }
     return this.database.admin.list({ filter: checkFilter(options), limit });
+  }
+
+  /**
+   * Jobs matching a search, newest first: like listJobs, and by payload field and creation time.
+   * When finished jobs may match, only the newest `window` jobs are searched (a bounded range of
+   * the primary key, never the whole history).
+   */
+  async searchJobs(options: SearchJobsOptions = {}): Promise<JobRecord[]> {
+    const limit = options.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+      throw new OptionsInvalidError('searchJobs options', [{ path: 'limit', message: 'must be an integer from 1 to 1000' }]);
+    }
+    return this.database.search.search({ search: checkSearch(options), limit });
+  }
+
+  /** How many jobs match a search, counting no further than `cap` (then `cap + 1` means "more than cap"). */
+  async countJobs(options: SearchJobsOptions & { cap?: number } = {}): Promise<number> {
+    const cap = options.cap ?? 10_000;
+    if (!Number.isInteger(cap) || cap < 1 || cap > 1_000_000) {
+      throw new OptionsInvalidError('countJobs options', [{ path: 'cap', message: 'must be an integer from 1 to 1000000' }]);
+    }
+    return this.database.search.count({ search: checkSearch(options), cap });
+  }
+
+  /**
+   * Throughput, failures and wait times over the last hour, day, week or month, from the
+   * per-minute aggregates every worker writes (never a scan of the jobs table): minute points for
+   * an hour, 10-minute points for a day, hourly for a week and 6-hourly for a month (the hourly
+   * rows cover whole hours, rolled up by the maintenance leader).
+   */
+  async jobStats(options: { range?: StatsRange; queue?: string } = {}): Promise<JobStatsPoint[]> {
+    const range = options.range ?? 'hour';
+    const spec = STATS_RANGES[range];
+    if (!spec) throw new OptionsInvalidError('jobStats options', [{ path: 'range', message: `must be one of ${Object.keys(STATS_RANGES).join(', ')}` }]);
+    if (options.queue !== undefined) this.checkQueue(options.queue);
+    return this.database.stats.series({ ...spec, ...(options.queue !== undefined ? { queue: options.queue } : {}) });
+  }
+
+  /** Per queue, completed, failed and discarded jobs and wait times over the last `minutes` (from the aggregates). */
+  async queueActivity(options: { minutes?: number } = {}): Promise<(JobStatsPoint & { queue: string })[]> {
+    const minutes = options.minutes ?? 60;
+    if (!Number.isInteger(minutes) || minutes < 1 || minutes > 2_880) {
+      throw new OptionsInvalidError('queueActivity options', [{ path: 'minutes', message: 'must be an integer from 1 to 2880' }]);
+    }
+    return this.database.stats.perQueue(minutes * 60);
   }
 
   /** One job with its error history; throws NS_JOB_NOT_FOUND. */

@@ -13,6 +13,9 @@ export function maintenanceLeaseMs(jobLeaseMs: number): number {
   return Math.min(15_000, Math.max(3_000, jobLeaseMs));
 }
 
+/** How long the dashboard's aggregates are kept: writers' rows merged after 5 minutes, minute rows 2 days, hour rows 35 days. */
+export const JOB_STATS_KEEP = { compactAfterS: 300, minuteDays: 2, hourDays: 35 } as const;
+
 /** What the maintenance service is built from. */
 export interface MaintenanceServiceOptions extends ServiceOptions {
   database: Database;
@@ -88,6 +91,8 @@ export class MaintenanceService extends BaseService {
       task('expire', every, () => m.expire().then(report('expire'))),
       task('archive', every, () => m.archive().then(report('archive'))),
       task('prune', Math.max(every, 60_000), () => m.prune(this.o.retention)),
+      // The dashboard's aggregates: merged per minute, rolled up per hour, pruned (docs/dashboard.md).
+      task('job stats', Math.max(every, 60_000), () => this.o.database.stats.maintain(JOB_STATS_KEEP)),
     ];
     for (const t of this.tasks) void t.start();
   }

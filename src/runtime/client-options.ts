@@ -64,6 +64,12 @@ export interface NightshiftOptions {
   maxPayloadBytes?: number;
   /** Connections in the shared pool (when nightshift creates it). Default 10. */
   maxConnections?: number;
+  /**
+   * A server-side `statement_timeout` (ms) on every connection of the pool nightshift creates:
+   * for a read-only client such as the dashboard's, so a slow page query is cut, never left
+   * running. Default: none (the server's setting).
+   */
+  statementTimeoutMs?: number;
   /** Rescue, expiry and pruning in this process. Default true. */
   maintenance?: boolean;
   /** How often maintenance runs. Default 5000 ms. */
@@ -157,6 +163,7 @@ const schema = z
     shutdownGraceMs: z.number().int().min(0).max(2_147_483_647).optional(),
     maxPayloadBytes: positiveInt(256 * 1_048_576).optional(),
     maxConnections: positiveInt(1_000).optional(),
+    statementTimeoutMs: positiveInt(2_147_483_647).optional(),
     maintenance: z.boolean().optional(),
     maintenanceIntervalMs: ms.min(100).optional(),
     retention: z.partialRecord(z.enum(['completed', 'discarded', 'cancelled', 'expired']), z.union([z.number().min(0), z.literal(false)])).optional(),
@@ -217,6 +224,7 @@ export interface ResolvedOptions {
   shutdownGraceMs: number;
   maxPayloadBytes: number;
   maxConnections: number;
+  statementTimeoutMs: number | undefined;
   maintenance: boolean;
   maintenanceIntervalMs: number;
   retention: Retention;
@@ -358,6 +366,7 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     shutdownGraceMs: o.shutdownGraceMs ?? 25_000,
     maxPayloadBytes: o.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
     maxConnections: o.maxConnections ?? 10,
+    statementTimeoutMs: o.statementTimeoutMs,
     maintenance: o.maintenance ?? true,
     maintenanceIntervalMs: o.maintenanceIntervalMs ?? 5_000,
     retention: o.retention ?? {},

@@ -20,6 +20,7 @@ import { Worker } from '../worker/worker.js';
 import type { ResolvedOptions } from './client-options.js';
 import { assertBudget, poolSize } from './budget.js';
 import { ProcessRegistry } from './process-registry.js';
+import { JobStatsRecorder } from './job-stats-recorder.js';
 import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import { ScheduleTicker } from '../schedules/schedule-ticker.js';
 import type { ConsumerDefinition } from '../streams/define-consumer.js';
@@ -227,6 +228,8 @@ export class Host extends BaseService {
         logger: d.logger,
         clock: this.clock,
       });
+      // Before the worker, so it stops after it and its last flush has the last completions.
+      services.push(new JobStatsRecorder({ database: d.database, events: d.events, writer: o.owner, onError: (err) => d.events.emit(workerError('job stats', err)), logger: d.logger, clock: this.clock }));
       // The listener first: the worker's first claim follows its (re)connect.
       if (o.listen) services.push((this.listener = this.makeListener(this.worker)));
       services.push(this.worker);

@@ -74,6 +74,7 @@ export class Nightshift extends JobAdmin {
       ...(options.databaseUrl ? { connectionString: options.databaseUrl } : {}),
       ...(options.pool ? { pool: options.pool } : {}),
       max: options.maxConnections,
+      ...(options.statementTimeoutMs !== undefined ? { statementTimeoutMs: options.statementTimeoutMs } : {}),
       applicationName: `nightshift:${options.owner}`,
     });
     const events = new EventBus();
