@@ -124,7 +124,7 @@ describe('nightshift dev', () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      const { rows } = await client.query(`SELECT payload->>'name' AS name, state FROM nightshift.jobs ORDER BY id`);
+      const { rows } = await client.query(`SELECT payload->>'name' AS name, state FROM nightshift.jobs_all ORDER BY id`);
       expect(rows).toEqual([
         { name: 'a', state: 'completed' },
         { name: 'b', state: 'completed' },
