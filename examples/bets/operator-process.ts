@@ -1,6 +1,7 @@
 /**
  * One polymarket-operator process, for the test that kills it for real inside an intent's handler:
- * REDIS_URL, DATABASE_URL, SCHEMA (its lease rows), EXCHANGE_URL, CLAIM_IDLE_MS. Prints `ready`.
+ * REDIS_URL, DATABASE_URL, SCHEMA (its lease rows), EXCHANGE_URL, CLAIM_IDLE_MS, MAX_INTENT_AGE_MS
+ * (default 300 s). Prints `ready`. `npm start`'s tour runs it too.
  */
 import { Database } from '../../src/db/database.js';
 import { createPool } from '../../src/db/pool.js';
@@ -14,6 +15,7 @@ const operator = createOperator({
   redisUrl: env.REDIS_URL!,
   exchangeUrl: env.EXCHANGE_URL!,
   claimIdleMs: Number(env.CLAIM_IDLE_MS ?? 60_000),
+  ...(env.MAX_INTENT_AGE_MS ? { maxIntentAgeMs: Number(env.MAX_INTENT_AGE_MS) } : {}),
   leaderLease: (name) => new LeaseElector({ database, name, holder: `operator-${process.pid}`, ttlMs: 1_000 }),
 });
 await operator.start();
