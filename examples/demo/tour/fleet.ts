@@ -36,6 +36,22 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
 /** The fleet: starts children and stops them all. */
 export class Fleet {
   readonly children: Child[] = [];
+  /** Children that have not exited yet (a pid is never signalled after its exit: it may be reused). */
+  private readonly live = new Set<number>();
+
+  constructor() {
+    // The children have process groups of their own, so nothing else ends them: should the tour
+    // exit without stopping them (a crash), they are killed on the way out rather than left running.
+    process.on('exit', () => {
+      for (const pid of this.live) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    });
+  }
 
   /** Starts `node --import tsx <script> ...args` with the tour's environment plus `env`. */
   start(name: string, script: string, env: Record<string, string>, args: string[] = []): Child {
@@ -52,7 +68,11 @@ export class Fleet {
     child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     let done = false;
-    void exited.then(() => (done = true));
+    this.live.add(child.pid!);
+    void exited.then(() => {
+      done = true;
+      this.live.delete(child.pid!);
+    });
     const c: Child = {
       name,
       pid: child.pid!,
