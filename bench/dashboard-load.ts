@@ -14,6 +14,7 @@ import pg from 'pg';
 import { createDashboard, serveDashboard } from '../src/dashboard/index.js';
 import { startEmbeddedPostgres } from '../src/dev/embedded-postgres.js';
 import { createNightshift } from '../src/index.js';
+import { HISTORY_COLUMNS } from '../src/db/jobs-run.js';
 import { silentLogger } from '../src/telemetry/logger.js';
 import { SERVER_FLAGS } from './server.js';
 
@@ -43,6 +44,12 @@ try {
        FROM generate_series($1::int, $2::int) g`,
       [i, i + n - 1],
     );
+  }
+  // Where nightshift keeps finished jobs (migration 0008): moved into the history, by day.
+  if ((await admin.query(`SELECT to_regclass($1) IS NOT NULL AS h`, [`${schema}.jobs_history`])).rows[0].h) {
+    await admin.query(`SELECT ${s}.history_partitions_ensure(31, 3)`);
+    await admin.query(`WITH moved AS (DELETE FROM ${s}.jobs WHERE finished_at IS NOT NULL RETURNING *)
+      INSERT INTO ${s}.jobs_history (${HISTORY_COLUMNS}) SELECT ${HISTORY_COLUMNS} FROM moved`);
   }
   await admin.query(
     `INSERT INTO ${s}.jobs (kind, queue, state, payload, run_at) SELECT 'order.ship', 'q' || (g % 5), CASE WHEN g % 10 = 0 THEN 'held' ELSE 'available' END::${s}.job_state,

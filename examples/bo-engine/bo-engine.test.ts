@@ -54,7 +54,7 @@ describe('seed 000: the bo-engine worker table as one config', () => {
     const runs = (await ns.pipelines.listRuns({ pipeline: 'settlement' })).reverse();
     expect(runs.map((r) => [r.key, r.state, r.warnings])).toEqual([['20500', 'succeeded', 0], ['20501', 'succeeded', 0], ['20502', 'succeeded', 0], ['20503', 'succeeded', 0]]);
     // Each settled day enqueued its pot sync once (the follow-up), on top of the 15-minute schedule.
-    const syncs = await cal.sql.query(`SELECT count(*)::int AS n FROM "${cal.schema}".jobs WHERE kind = 'update-pot-sizes'`);
+    const syncs = await cal.sql.query(`SELECT count(*)::int AS n FROM "${cal.schema}".jobs_all WHERE kind = 'update-pot-sizes'`);
     expect(syncs.rows[0].n).toBe(4);
   });
 
@@ -181,7 +181,7 @@ describe('seed 000: the bo-engine worker table as one config', () => {
       const enqueued = ticks.filter((k) => k.outcome === 'enqueued');
       expect(new Set(enqueued.map((k) => k.job_id)).size).toBe(enqueued.length);
       for (let i = 1; i < ticks.length; i++) expect(ticks[i]!.tick_at.getTime() - ticks[i - 1]!.tick_at.getTime(), `${schedule} gap`).toBe(2_000);
-      const jobs = (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = $1`, [schedule])).rows[0].n;
+      const jobs = (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = $1`, [schedule])).rows[0].n;
       expect(jobs).toBe(enqueued.length);
     }
     // The seed daemon: tokens strictly increase with time, and no token was used by two processes.
@@ -249,7 +249,7 @@ describe('seed 000/001: the daily settlement as a pipeline on three workers', ()
       expect(verified.code, verified.stderr).toBe(0);
       expect(verified.stdout).toContain('all 6 artifact(s)');
       // The pot sync follow-up, once.
-      expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = 'update-pot-sizes' AND created_at >= (SELECT created_at FROM ${q()}.pipeline_runs WHERE key = '20444')`)).rows[0].n).toBeGreaterThanOrEqual(1);
+      expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'update-pot-sizes' AND created_at >= (SELECT created_at FROM ${q()}.pipeline_runs WHERE key = '20444')`)).rows[0].n).toBeGreaterThanOrEqual(1);
       expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.pipeline_followups f JOIN ${q()}.pipeline_runs r ON r.id = f.run_id WHERE r.key = '20444'`)).rows[0].n).toBe(1);
 
       // Pool 3 of the next day fails until its cause is fixed: the run fails, the alert goes out once.
@@ -270,7 +270,7 @@ describe('seed 000/001: the daily settlement as a pipeline on three workers', ()
       expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.bo_alerts WHERE day_id = '20445'`)).rows[0].n).toBe(1);
     } catch (err) {
       // What the runs looked like, and what the workers said, for the failure report.
-      console.log('steps:', new Date().toISOString(), JSON.stringify((await t.sql.query(`SELECT r.key, r.state AS rs, r.created_at, r.finished_at, s.step, s.item, s.state, s.started_at, s.finished_at, j.state AS js, j.attempt, j.created_at AS jc, j.started_at AS jst FROM ${q()}.pipeline_steps s JOIN ${q()}.pipeline_runs r ON r.id = s.run_id LEFT JOIN ${q()}.jobs j ON j.id = s.job_id ORDER BY r.id, s.started_at`)).rows));
+      console.log('steps:', new Date().toISOString(), JSON.stringify((await t.sql.query(`SELECT r.key, r.state AS rs, r.created_at, r.finished_at, s.step, s.item, s.state, s.started_at, s.finished_at, j.state AS js, j.attempt, j.created_at AS jc, j.started_at AS jst FROM ${q()}.pipeline_steps s JOIN ${q()}.pipeline_runs r ON r.id = s.run_id LEFT JOIN ${q()}.jobs_all j ON j.id = s.job_id ORDER BY r.id, s.started_at`)).rows));
       console.log('settle attempts:', JSON.stringify((await t.sql.query(`SELECT * FROM ${q()}.bo_settle_attempts ORDER BY at`)).rows));
       console.log('workers:', procs.map((p) => p.output().slice(-3000)).join('\n-----\n'));
       throw err;

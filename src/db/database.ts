@@ -5,7 +5,6 @@ import { JobLogQueries } from './job-logs.js';
 import { JobSearchQueries } from './jobs-search.js';
 import { JobStatsQueries } from './job-stats.js';
 import { JobMaintenanceQueries } from './jobs-maintenance.js';
-import { JobRetentionQueries } from './jobs-retention.js';
 import { JobRunQueries } from './jobs-run.js';
 import { LeaseQueries } from './leases.js';
 import { LimitQueries } from './limits.js';
@@ -37,8 +36,6 @@ export class Database {
   readonly admin: JobAdminQueries;
   /** Rescue, expiry and pruning. */
   readonly maintenance: JobMaintenanceQueries;
-  /** Pruning by kind, for kinds with a retention of their own (defineJob's `retention`). */
-  readonly retention: JobRetentionQueries;
   /** Queues (pause, counts), kinds, settings and the audit log. */
   readonly queues: QueueQueries;
   readonly leases: LeaseQueries;
@@ -79,7 +76,6 @@ export class Database {
     this.inserts = new JobInsertQueries(db, set);
     this.admin = new JobAdminQueries(db, set, this.channels);
     this.maintenance = new JobMaintenanceQueries(db, set, this.channels.jobs);
-    this.retention = new JobRetentionQueries(db, set);
     this.queues = new QueueQueries(db, set, this.channels.control);
     this.leases = new LeaseQueries(db, set);
     this.limits = new LimitQueries(db, set);

@@ -19,7 +19,7 @@ export function jobLogStatements(set: StatementSet) {
       (s) => `INSERT INTO ${s}.job_logs (job_id, attempt, seq, at, level, msg, fields)
         SELECT $1, $2, u.seq, u.at, u.level, u.msg, u.fields::jsonb
         FROM unnest($3::int[], $4::timestamptz[], $5::text[], $6::text[], $7::text[]) AS u(seq, at, level, msg, fields)
-        WHERE EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1)
+        WHERE EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1) OR EXISTS (SELECT 1 FROM ${s}.jobs_history WHERE id = $1)
         ON CONFLICT DO NOTHING`,
     ),
     list: set.plain<JobLogLine, [jobId: string, limit: number]>(

@@ -1,6 +1,7 @@
 import { activeKeyTaken, keyRelease, runReleasingKeys } from './dedupe-sql.js';
 import { run, type Executor } from './executor.js';
 import { JOB_COLUMNS, toJobRecord, type JobRecord, type JobRow, type JobState } from './job-row.js';
+import { HISTORY_COLUMNS } from './jobs-run.js';
 import type { StatementSet } from './statements.js';
 
 /** Filters for listing jobs; every field is optional. */
@@ -78,11 +79,36 @@ SELECT upd.*,
 FROM upd ORDER BY upd.id`,
     );
   return {
-    list: set.plain<JobRow, [...FilterParams, limit: number]>((s) => `SELECT ${JOB_COLUMNS} FROM ${s}.jobs WHERE ${FILTER} ORDER BY id DESC LIMIT $6`),
-    count: set.plain<{ n: number }, [...FilterParams, states: readonly string[]]>(
-      (s) => `SELECT count(*)::int AS n FROM ${s}.jobs WHERE ${FILTER} AND state::text = ANY($6::text[])`,
+    // Live jobs and the history (migration 0008), newest first: each side gives its newest matches
+    // (the history's by its id index, partitions pruned by the state filter), then the merge.
+    list: set.plain<JobRow, [...FilterParams, limit: number]>(
+      (s) => `SELECT * FROM (
+  (SELECT ${JOB_COLUMNS} FROM ${s}.jobs WHERE ${FILTER} ORDER BY id DESC LIMIT $6)
+  UNION ALL
+  (SELECT ${JOB_COLUMNS} FROM ${s}.jobs_history WHERE ${FILTER} ORDER BY id DESC LIMIT $6)
+) a ORDER BY id DESC LIMIT $6`,
     ),
-    get: set.plain<JobRow, [id: string]>((s) => `SELECT ${JOB_COLUMNS} FROM ${s}.jobs WHERE id = $1`),
+    count: set.plain<{ n: number }, [...FilterParams, states: readonly string[]]>(
+      (s) => `SELECT ((SELECT count(*) FROM ${s}.jobs WHERE ${FILTER} AND state::text = ANY($6::text[]))
+        + (SELECT count(*) FROM ${s}.jobs_history WHERE ${FILTER} AND state::text = ANY($6::text[])))::int AS n`,
+    ),
+    get: set.plain<JobRow, [id: string]>(
+      (s) => `(SELECT ${JOB_COLUMNS} FROM ${s}.jobs WHERE id = $1) UNION ALL (SELECT ${JOB_COLUMNS} FROM ${s}.jobs_history WHERE id = $1) LIMIT 1`,
+    ),
+    // A retry of finished jobs brings them back from the history into `jobs` first (where the
+    // retry statement then finds them), up to $7, lowest ids first like the retry itself.
+    restore: set.plain<{ n: number }, [...FilterParams, states: readonly string[], limit: number]>(
+      (s) => `
+WITH pick AS (
+  SELECT id, state, finished_at FROM ${s}.jobs_history WHERE ${FILTER} AND state::text = ANY($6::text[]) ORDER BY id LIMIT $7
+), back AS (
+  DELETE FROM ${s}.jobs_history h USING pick WHERE h.id = pick.id AND h.state = pick.state AND h.finished_at = pick.finished_at
+  RETURNING h.*
+), restored AS (
+  INSERT INTO ${s}.jobs (${HISTORY_COLUMNS}) SELECT ${HISTORY_COLUMNS} FROM back
+)
+SELECT count(*)::int AS n FROM back`,
+    ),
     retry: change(
       'retry',
       `state = 'available', run_at = now(), finished_at = NULL, reason = NULL,
@@ -132,7 +158,8 @@ FROM upd ORDER BY upd.id`,
     stats: set.plain<StatsRow, []>(
       (s) => `SELECT queue, kind, state::text AS state, count(*)::int AS count,
         min(run_at) FILTER (WHERE state = 'available' AND run_at <= now()) AS oldest_available
-      FROM ${s}.jobs GROUP BY queue, kind, state ORDER BY queue, kind, state`,
+      FROM (SELECT queue, kind, state, run_at FROM ${s}.jobs UNION ALL SELECT queue, kind, state, run_at FROM ${s}.jobs_history) j
+      GROUP BY queue, kind, state ORDER BY queue, kind, state`,
     ),
   };
 }
@@ -217,6 +244,12 @@ export class JobAdminQueries {
   async get(id: string): Promise<JobRecord | undefined> {
     const [row] = await run(this.pool, this.st.get, [id]);
     return row ? toJobRecord(row) : undefined;
+  }
+
+  /** Brings up to `limit` jobs matching `filter` and in one of `states` back from the history into `jobs`; returns how many. */
+  async restore(p: { filter: JobFilter; states: readonly JobState[]; limit: number; db?: Executor }): Promise<number> {
+    const [row] = await run(p.db ?? this.pool, this.st.restore, [...filterValues(p.filter), p.states, p.limit]);
+    return row?.n ?? 0;
   }
 
   /** Applies an admin action to the jobs matching `filter` (at most `limit`), with one audit row each. */

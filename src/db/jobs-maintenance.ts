@@ -1,5 +1,6 @@
 import { keyRelease, runReleasingKeys } from './dedupe-sql.js';
 import { run, runCount, type Executor } from './executor.js';
+import { HISTORY_COLUMNS } from './jobs-run.js';
 import type { StatementSet } from './statements.js';
 
 /** A job the rescuer took back from a worker whose lease expired. */
@@ -67,20 +68,35 @@ UPDATE ${s}.jobs j SET state = 'expired', finished_at = now(),
 FROM due WHERE j.id = due.id
 RETURNING j.id::text, j.kind, j.queue`,
     ),
-    // A pruned job takes its 'ever' dedupe key with it, in the same statement (an enqueue waiting
-    // on that key row then sees it gone and takes the key).
-    prune: set.plain<{ n: number }, [state: string, olderThanMs: number, limit: number]>(
+    // Finished rows still in `jobs` move to the history: jobs finished by a statement other than the
+    // completion (discarded, cancelled, expired, resolved) and rows an older version completed in
+    // place (migration 0008 is compatible). The oldest first, in batches, SKIP LOCKED; served by
+    // jobs_finished. This is also how an existing table's history moves after the migration, online.
+    archive: set.plain<{ n: number }, [limit: number]>(
       (s) => `
-WITH doomed AS (
-  SELECT id FROM ${s}.jobs
-  WHERE state = $1::${s}.job_state AND finished_at < now() - $2::float8 * interval '1 millisecond'
-  LIMIT $3
-), gone AS (
-  DELETE FROM ${s}.jobs j USING doomed WHERE j.id = doomed.id RETURNING j.id, j.dedupe_scope
-), keys AS (
-  DELETE FROM ${s}.dedupe_keys k USING gone WHERE gone.dedupe_scope = 'ever' AND k.job_id = gone.id AND k.expires_at IS NULL
+WITH moved AS (
+  DELETE FROM ${s}.jobs j WHERE j.id IN (
+    SELECT id FROM ${s}.jobs
+    WHERE state IN ('completed', 'discarded', 'cancelled', 'expired') AND finished_at IS NOT NULL
+    ORDER BY finished_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+  RETURNING j.*
+), kept AS (
+  INSERT INTO ${s}.jobs_history (${HISTORY_COLUMNS}) SELECT ${HISTORY_COLUMNS} FROM moved
 )
-SELECT count(*)::int AS n FROM gone`,
+SELECT count(*)::int AS n FROM moved`,
+    ),
+    // The day partitions of the history from `back` days ago to `ahead` days ahead (made once).
+    ensurePartitions: set.plain<{ made: number }, [back: number, ahead: number]>((s) => `SELECT ${s}.history_partitions_ensure($1, $2) AS made`),
+    // One whole day of a state's history older than the retention: dropped with its logs and keys,
+    // the spared kinds' rows kept (NULL when no partition is that old, -1 when its lock was busy).
+    // See migration 0008.
+    pruneDay: set.plain<{ n: string | null }, [state: string, olderThanMs: number, spared: readonly string[]]>(
+      (s) => `SELECT ${s}.history_prune($1, $2::float8 * interval '1 millisecond', $3::text[])::text AS n`,
+    ),
+    // Rows no whole-day drop takes: the default partitions; with onlyDefault false, also the day
+    // partitions (a retention under a day, a kind's retention shorter than its state's).
+    pruneRows: set.plain<{ n: number }, [state: string, olderThanMs: number, limit: number, kinds: readonly string[] | null, spared: readonly string[], onlyDefault: boolean]>(
+      (s) => `SELECT ${s}.history_prune_rows($1, $2::float8 * interval '1 millisecond', $3, $4::text[], $5::text[], $6)::int AS n`,
     ),
     // 'within' keys past their period hold nothing; deleting them only keeps the table small.
     pruneKeys: set.plain<never, [limit: number]>(
@@ -118,9 +134,35 @@ export class JobMaintenanceQueries {
     return run(this.db, this.st.expire, [p.limit]);
   }
 
-  /** Deletes up to `limit` jobs in `state` that finished more than `olderThanMs` ago; returns how many. */
-  async prune(p: { state: string; olderThanMs: number; limit: number }): Promise<number> {
-    const [row] = await run(this.db, this.st.prune, [p.state, p.olderThanMs, p.limit]);
+  /** Moves up to `limit` finished rows from `jobs` to the history; returns how many. */
+  async archive(p: { limit: number }): Promise<number> {
+    const [row] = await run(this.db, this.st.archive, [p.limit]);
+    return row?.n ?? 0;
+  }
+
+  /** Makes the history's day partitions from `back` days ago to `ahead` days ahead; returns how many were new. */
+  async ensurePartitions(p: { back: number; ahead: number }): Promise<number> {
+    const [row] = await run(this.db, this.st.ensurePartitions, [p.back, p.ahead]);
+    return row?.made ?? 0;
+  }
+
+  /**
+   * Drops the oldest day of `state`'s history that is entirely older than `olderThanMs`: the jobs
+   * it held (a number), `busy` when its lock was not free soon enough, `none` when no day is that old.
+   */
+  async pruneDay(p: { state: string; olderThanMs: number; spared: readonly string[] }): Promise<number | 'busy' | 'none'> {
+    const [row] = await run(this.db, this.st.pruneDay, [p.state, p.olderThanMs, p.spared]);
+    if (row?.n === null || row?.n === undefined) return 'none';
+    return row.n === '-1' ? 'busy' : Number(row.n);
+  }
+
+  /**
+   * Deletes up to `limit` of `state`'s finished jobs older than `olderThanMs`, of `kinds` (null:
+   * any) but not of `spared`: from the default partition only, or (onlyDefault false) from the
+   * whole state. Returns how many.
+   */
+  async pruneRows(p: { state: string; olderThanMs: number; limit: number; kinds: readonly string[] | null; spared: readonly string[]; onlyDefault: boolean }): Promise<number> {
+    const [row] = await run(this.db, this.st.pruneRows, [p.state, p.olderThanMs, p.limit, p.kinds, p.spared, p.onlyDefault]);
     return row?.n ?? 0;
   }
 

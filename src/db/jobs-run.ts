@@ -38,6 +38,26 @@ export interface ClaimedRow {
  */
 const FENCED = `j.id = ANY($1::bigint[]) AND j.lease_token = ANY($2::bigint[]) AND j.state = 'running'`;
 
+/** The columns of a job row in `jobs` and `jobs_history` (migration 0008), in one order for both. */
+export const HISTORY_COLUMNS =
+  'id, kind, queue, state, priority, run_at, payload, attempt, max_attempts, at_most_once, dedupe_key, expires_at, lease_token, ' +
+  'lease_owner, lease_expires_at, errors, reason, trace_context, created_at, started_at, finished_at, dedupe_scope, dedupe_given, progress';
+
+/** The completion: fenced DELETE from `jobs`, INSERT of the finished row into `jobs_history`, one statement. */
+function completeToHistory(s: string, more: string): string {
+  return `
+WITH ${more}done AS (
+  DELETE FROM ${s}.jobs j WHERE ${FENCED}
+  RETURNING j.*
+), kept AS (
+  INSERT INTO ${s}.jobs_history (${HISTORY_COLUMNS})
+  SELECT id, kind, queue, 'completed', priority, run_at, payload, attempt, max_attempts, at_most_once, dedupe_key, expires_at, lease_token,
+         NULL, NULL, errors, reason, trace_context, created_at, coalesce(started_at, now()), now(), dedupe_scope, dedupe_given, progress
+  FROM done
+)
+SELECT lease_token::text AS token FROM done`;
+}
+
 /** Records that held jobs' handlers started (ids and tokens in the given parameters), fenced like FENCED. */
 const MARK = (s: string, ids: string, tokens: string) => `
 UPDATE ${s}.jobs m SET started_at = now()
@@ -113,28 +133,17 @@ WHERE id = $1 AND lease_token = $2 AND state = 'running'
 RETURNING id::text`,
     ),
     // Batched completion: (id, token) pairs; a pair whose token is stale matches nothing and is
-    // reported back as refused. A job that started from the worker's held jobs and finishes before
-    // its start mark was written gets its start here (within one batch of the truth).
-    complete: set.named<TokenRow, Pairs>(
-      'job_complete',
-      (s) => `
-UPDATE ${s}.jobs j SET state = 'completed', finished_at = now(), started_at = coalesce(j.started_at, now()),
-  lease_owner = NULL, lease_expires_at = NULL
-WHERE ${FENCED}
-RETURNING j.lease_token::text AS token`,
-    ),
+    // reported back as refused. The row leaves `jobs` for the history (migration 0008) in the same
+    // statement: the table that claims and completes work holds only unfinished jobs, however much
+    // history is kept (bench/NOTES.md: retained history). A DELETE writes no new row version and no
+    // index entries in `jobs`; the history insert lands at the end of today's partition, with one
+    // entry in its id index. A job that started from the worker's held jobs and finishes before its
+    // start mark was written gets its start here (within one batch of the truth).
+    complete: set.named<TokenRow, Pairs>('job_complete', (s) => completeToHistory(s, '')),
     // The same, carrying the start marks of other jobs ($3 ids, $4 tokens: held jobs whose handler
     // started since the last write) in the same statement, so recording starts costs no round trip.
     // The two sets are disjoint (the worker leaves a job that completes out of the marks).
-    completeMarked: set.named<TokenRow, MarkedPairs>(
-      'job_complete_marked',
-      (s) => `
-WITH marked AS (${MARK(s, '$3', '$4')})
-UPDATE ${s}.jobs j SET state = 'completed', finished_at = now(), started_at = coalesce(j.started_at, now()),
-  lease_owner = NULL, lease_expires_at = NULL
-WHERE ${FENCED}
-RETURNING j.lease_token::text AS token`,
-    ),
+    completeMarked: set.named<TokenRow, MarkedPairs>('job_complete_marked', (s) => completeToHistory(s, `marked AS (${MARK(s, '$3', '$4')}), `)),
     // With completed jobs kept for no time (retention.completed = 0): the completion deletes the
     // row, fenced the same way. A DELETE writes no new row version and no index entries.
     completeDelete: set.named<TokenRow, Pairs>(

@@ -47,7 +47,7 @@ export function pipelineMaintenanceStatements(set: StatementSet) {
 SELECT s.run_id::text, r.pipeline, s.step, s.item, s.job_id::text, j.state::text AS job_state, j.reason AS job_reason
 FROM ${s}.pipeline_steps s
 JOIN ${s}.pipeline_runs r ON r.id = s.run_id
-LEFT JOIN ${s}.jobs j ON j.id = s.job_id
+LEFT JOIN ${s}.jobs_all j ON j.id = s.job_id
 WHERE s.state IN ('ready', 'running') AND (j.id IS NULL OR j.state NOT IN ('available', 'running', 'held'))
   -- A fan-out's own row runs on while its items do: its job (which created them) has completed.
   AND NOT (s.item = '' AND s.state = 'running' AND s.items IS NOT NULL)
@@ -55,7 +55,12 @@ LIMIT $1`,
     ),
     // Inside the reconciling transaction: the job's state again, locked, so a worker cannot record
     // the step meanwhile (its fence waits on this lock, then sees the job as it is).
-    jobState: set.plain<{ state: string; reason: string | null }>((s) => `SELECT state::text AS state, reason FROM ${s}.jobs WHERE id = $1 FOR UPDATE`),
+    // A finished job may be in the history already (migration 0008): no lock needed there, it does not change.
+    jobState: set.plain<{ state: string; reason: string | null }>(
+      (s) => `WITH live AS (SELECT state, reason FROM ${s}.jobs WHERE id = $1 FOR UPDATE)
+SELECT state::text AS state, reason FROM live
+UNION ALL SELECT state::text, reason FROM ${s}.jobs_history WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM live)`,
+    ),
     waiting: set.plain<WaitingStepRow>(
       (s) => `
 SELECT s.run_id::text, r.pipeline, s.step, s.item, s.job_id::text, j.kind

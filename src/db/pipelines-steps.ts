@@ -172,7 +172,7 @@ RETURNING step, item`,
     ),
     // A run's rows for `show`, with their jobs' state.
     list: set.plain<StepRow>(
-      (s) => `SELECT ${ROW}, j.state::text AS job_state, j.attempt AS job_attempt FROM ${s}.pipeline_steps s LEFT JOIN ${s}.jobs j ON j.id = s.job_id
+      (s) => `SELECT ${ROW}, j.state::text AS job_state, j.attempt AS job_attempt FROM ${s}.pipeline_steps s LEFT JOIN ${s}.jobs_all j ON j.id = s.job_id
         WHERE s.run_id = $1 ORDER BY s.item <> '', s.step, s.item_index LIMIT $2`,
     ),
     history: set.plain<StepHistoryRow>(

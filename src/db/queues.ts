@@ -16,13 +16,12 @@ WITH q AS (
 )
 SELECT name, paused, pg_notify($5, CASE WHEN $2 THEN 'pause:' ELSE 'resume:' END || $1) IS NULL AS notified FROM q`,
     ),
+    // Every queue some kind names (a queue whose jobs all finished is still one), paused ones, and
+    // any that holds jobs; finished jobs are in the history (migration 0008): only the discarded
+    // ones count here, and the state filter keeps the scan to their partitions.
     list: set.plain<QueueRow, []>(
       (s) => `
-SELECT coalesce(c.queue, q.name) AS name, coalesce(q.paused, false) AS paused,
-       coalesce(c.available, 0)::int AS available, coalesce(c.running, 0)::int AS running,
-       coalesce(c.scheduled, 0)::int AS scheduled, coalesce(c.held, 0)::int AS held,
-       coalesce(c.failed, 0)::int AS failed, c.oldest_available
-FROM (
+WITH c AS (
   SELECT queue,
     count(*) FILTER (WHERE state = 'available' AND run_at <= now()) AS available,
     count(*) FILTER (WHERE state = 'available' AND run_at > now()) AS scheduled,
@@ -30,8 +29,17 @@ FROM (
     count(*) FILTER (WHERE state IN ('held', 'abandoned')) AS held,
     count(*) FILTER (WHERE state = 'discarded') AS failed,
     min(run_at) FILTER (WHERE state = 'available' AND run_at <= now()) AS oldest_available
-  FROM ${s}.jobs GROUP BY queue
-) c FULL JOIN ${s}.queues q ON q.name = c.queue
+  FROM (SELECT queue, state, run_at FROM ${s}.jobs
+        UNION ALL SELECT queue, state, run_at FROM ${s}.jobs_history WHERE state = 'discarded') j
+  GROUP BY queue
+)
+SELECT n.name, coalesce(q.paused, false) AS paused,
+       coalesce(c.available, 0)::int AS available, coalesce(c.running, 0)::int AS running,
+       coalesce(c.scheduled, 0)::int AS scheduled, coalesce(c.held, 0)::int AS held,
+       coalesce(c.failed, 0)::int AS failed, c.oldest_available
+FROM (SELECT name FROM ${s}.queues UNION SELECT queue FROM ${s}.kinds UNION SELECT queue FROM c) n
+LEFT JOIN c ON c.queue = n.name
+LEFT JOIN ${s}.queues q ON q.name = n.name
 ORDER BY 1`,
     ),
     registerKinds: set.plain<

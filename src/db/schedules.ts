@@ -59,6 +59,9 @@ export interface ScheduleListRow {
   now: Date;
 }
 
+// The ticker's view of the last tick's job joins `jobs` only: a job still pending or running is
+// there; a finished one has moved to the history (migration 0008) and counts as not in progress,
+// as a pruned one always did. The operator's listings join jobs_all to show how it ended.
 const STATE_COLUMNS = (s: string) => `s.name, s.spec, s.last_tick_at, s.paused, s.last_job_id::text AS last_job_id,
   j.state::text AS last_job_state,
   EXISTS (SELECT 1 FROM ${s}.schedule_ticks q WHERE q.schedule = s.name AND q.outcome = 'queued') AS has_queued,
@@ -148,14 +151,14 @@ SELECT s.name, s.spec, s.job_kind, s.created_at, s.last_tick_at, s.paused,
   clock_timestamp() AS now
 FROM ${s}.schedules s
 LEFT JOIN LATERAL (SELECT * FROM ${s}.schedule_ticks t WHERE t.schedule = s.name ORDER BY t.tick_at DESC LIMIT 1) t ON true
-LEFT JOIN ${s}.jobs j ON j.id = t.job_id
+LEFT JOIN ${s}.jobs_all j ON j.id = t.job_id
 WHERE $1::text[] IS NULL OR s.name = ANY($1::text[])
 ORDER BY s.name`,
     ),
     ticks: set.plain<TickRow, [name: string, before: Date | null, limit: number]>(
       (s) => `
 SELECT t.schedule, t.tick_at, t.outcome, t.job_id::text AS job_id, t.missed, t.error, t.created_at, j.state::text AS job_state
-FROM ${s}.schedule_ticks t LEFT JOIN ${s}.jobs j ON j.id = t.job_id
+FROM ${s}.schedule_ticks t LEFT JOIN ${s}.jobs_all j ON j.id = t.job_id
 WHERE t.schedule = $1 AND ($2::timestamptz IS NULL OR t.tick_at < $2)
 ORDER BY t.tick_at DESC LIMIT $3`,
     ),

@@ -84,9 +84,10 @@ export function watchdogBuiltinStatements(set: StatementSet) {
           (array_agg(id::text ORDER BY lease_expires_at))[1:5] AS ids
         FROM ${s}.jobs WHERE lease_expires_at IS NOT NULL AND lease_expires_at < ${ago('$1')} AND state = 'running'`,
     ),
-    // jobs_finished (state, finished_at).
+    // Discarded jobs wait in \`jobs\` for maintenance to move them to the history (jobs_finished
+    // serves that part); the history's partitions of the window's days hold the rest.
     discarded: set.plain<DiscardedRow, [windowMs: number]>(
-      (s) => `SELECT kind, count(*)::int AS count, max(id)::text AS newest_id FROM ${s}.jobs
+      (s) => `SELECT kind, count(*)::int AS count, max(id)::text AS newest_id FROM ${s}.jobs_all
         WHERE state = 'discarded' AND finished_at IS NOT NULL AND finished_at > ${ago('$1')}
         GROUP BY kind ORDER BY kind`,
     ),

@@ -315,7 +315,11 @@ export class JobAdmin {
 
   private async changeOne(action: AdminAction, id: string, options: ActorOptions, within?: (row: ChangedRow, tx: Executor) => Promise<void>): Promise<JobRecord> {
     const jobId = checkId(id);
-    const change = (db?: Executor) => this.database.admin.change({ action, filter: { ids: [jobId] }, who: this.who(options), limit: 1, db });
+    const change = async (db?: Executor) => {
+      // A finished job is in the history: a retry brings it back first.
+      if (action === 'retry') await this.database.admin.restore({ filter: { ids: [jobId] }, states: ADMIN_FROM.retry, limit: 1, db });
+      return this.database.admin.change({ action, filter: { ids: [jobId] }, who: this.who(options), limit: 1, db });
+    };
     const rows = within
       ? await this.database.transaction(async (tx) => {
           const changed = await change(tx);
@@ -342,12 +346,16 @@ export class JobAdmin {
     let done = 0;
     let rows: ChangedRow[];
     // In batches, so a bulk retry of a million jobs neither holds one huge transaction nor stalls workers.
+    // A retry brings each batch of finished jobs back from the history first; it goes on while
+    // either side may have more (some brought back may stay where they are: an active key taken).
+    let restored = 0;
     do {
+      restored = action === 'retry' ? await this.database.admin.restore({ filter, states: ADMIN_FROM.retry, limit: 500 }) : 0;
       rows = await this.database.admin.change({ action, filter, who: this.who(options), limit: 500 });
       this.emitChanged(action, rows, options);
       done += rows.length;
       options.onProgress?.(done);
-    } while (rows.length === 500);
+    } while (rows.length === 500 || restored === 500);
     return done;
   }
 

@@ -15,6 +15,7 @@ export const DEFAULT_RETENTION: Required<Retention> = {
 };
 
 const BATCH = 1_000;
+const DAY_MS = 86_400_000;
 
 /**
  * Rescue of expired leases, expiry of pending jobs past their deadline, and pruning. Each is one
@@ -61,37 +62,64 @@ export class JobMaintenance {
   }
 
   /**
-   * Deletes finished jobs older than their state's retention. Returns how many per state. Per-kind
-   * retention lives here (which kinds, which ages) and in db/jobs-retention.ts (the statement).
+   * Moves finished rows from `jobs` to the history (jobs that did not finish by completing, and
+   * rows an older version completed in place). Returns how many.
+   */
+  async archive(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.db.maintenance.archive({ limit: BATCH });
+      total += n;
+      if (n < BATCH) return total;
+    }
+  }
+
+  /**
+   * Deletes finished jobs older than their state's retention: whole days of history are dropped
+   * (O(1) however many jobs a day held), then the rows no day drop takes (the default partitions,
+   * and today under a retention shorter than a day). Makes the coming days' partitions first.
+   * Kinds with a retention of their own (defineJob's `retention`) are spared by the day drops and
+   * pruned row by row at their own age. This is the whole of per-kind retention, with
+   * history_prune and history_prune_rows of migration 0008. Returns how many jobs went per state.
    */
   async prune(retention: Retention = DEFAULT_RETENTION): Promise<Partial<Record<JobState, number>>> {
+    await this.db.maintenance.ensurePartitions({ back: 1, ahead: 3 });
+    await this.archive();
     const result: Partial<Record<JobState, number>> = {};
     for (const [state, ms] of Object.entries({ ...DEFAULT_RETENTION, ...retention })) {
       const own = [...this.kinds].filter(([, r]) => r[state as keyof KindRetention] !== undefined);
+      const spared = own.map(([k]) => k);
       let n = 0;
       if (ms !== false && ms !== undefined) {
         for (;;) {
-          const deleted = own.length
-            ? await this.db.retention.prune({ state, olderThanMs: ms, limit: BATCH, kinds: null, except: own.map(([k]) => k) })
-            : await this.db.maintenance.prune({ state, olderThanMs: ms, limit: BATCH });
-          n += deleted;
-          if (deleted < BATCH) break;
+          const dropped = await this.db.maintenance.pruneDay({ state, olderThanMs: ms, spared });
+          if (typeof dropped !== 'number') break; // none left that old, or its lock was busy: next time
+          n += dropped;
         }
+        n += await this.pruneRows({ state, olderThanMs: ms, kinds: null, spared, onlyDefault: ms >= DAY_MS });
       }
-      // Kinds with their own retention for this state, each by its own age.
+      // Kinds with their own retention for this state, each by its own age: their rows older than
+      // the state's retention are in the default partition (spared by the day drops); a shorter
+      // retention than the state's means deleting rows from the day partitions too.
       for (const [kind, r] of own) {
         const kindMs = r[state as keyof KindRetention];
         if (kindMs === false || kindMs === undefined) continue;
-        for (;;) {
-          const deleted = await this.db.retention.prune({ state, olderThanMs: kindMs, limit: BATCH, kinds: [kind], except: [] });
-          n += deleted;
-          if (deleted < BATCH) break;
-        }
+        const onlyDefault = ms !== false && ms !== undefined && kindMs >= ms && kindMs >= DAY_MS;
+        n += await this.pruneRows({ state, olderThanMs: kindMs, kinds: [kind], spared: [], onlyDefault });
       }
       if (ms !== false && ms !== undefined) result[state as JobState] = n;
       else if (n > 0) result[state as JobState] = n;
     }
     while ((await this.db.maintenance.pruneKeys({ limit: BATCH })) === BATCH);
     return result;
+  }
+
+  private async pruneRows(p: { state: string; olderThanMs: number; kinds: readonly string[] | null; spared: readonly string[]; onlyDefault: boolean }): Promise<number> {
+    let n = 0;
+    for (;;) {
+      const deleted = await this.db.maintenance.pruneRows({ ...p, limit: BATCH });
+      n += deleted;
+      if (deleted < BATCH) return n;
+    }
   }
 }

@@ -89,6 +89,7 @@ export class MaintenanceService extends BaseService {
     this.tasks = [
       task('rescue', every, () => m.rescue().then(report('rescue'))),
       task('expire', every, () => m.expire().then(report('expire'))),
+      task('archive', every, () => m.archive().then(report('archive'))),
       task('prune', Math.max(every, 60_000), () => m.prune(this.o.retention)),
       // The dashboard's aggregates: merged per minute, rolled up per hour, pruned (docs/dashboard.md).
       task('job stats', Math.max(every, 60_000), () => this.o.database.stats.maintain(JOB_STATS_KEEP)),

@@ -304,9 +304,11 @@ export class Nightshift extends JobAdmin {
     return this.stopping;
   }
 
-  /** Runs rescue and expiry once now; returns what each did. */
-  async runMaintenance(): Promise<{ rescued: number; expired: number }> {
-    return { rescued: await this.maintenance.rescue(), expired: await this.maintenance.expire() };
+  /** Runs rescue, expiry and the move of finished rows to the history once now; returns what each did. */
+  async runMaintenance(): Promise<{ rescued: number; expired: number; archived: number }> {
+    const rescued = await this.maintenance.rescue();
+    const expired = await this.maintenance.expire();
+    return { rescued, expired, archived: await this.maintenance.archive() };
   }
 
   /** Deletes finished jobs older than their state's retention (default: this client's `retention`). */

@@ -72,7 +72,7 @@ describe('statements bound to the database', () => {
     const [inserted] = await db.inserts.insert({ rows: [row('bound.claim', 'bound-q')], debounced: false });
     const claimed = await db.jobs.claim({ queue: 'bound-q', kinds: ['bound.claim'], limit: 5, startNow: 1, owner: 'me', leaseMs: 60_000 });
     expect(claimed.map((r) => [r.id, r.state, r.attempt])).toEqual([[inserted!.id, 'running', 1]]);
-    const { rows } = await t.sql.query(`SELECT lease_owner, started_at IS NOT NULL AS started FROM "${t.schema}".jobs WHERE id = $1`, [inserted!.id]);
+    const { rows } = await t.sql.query(`SELECT lease_owner, started_at IS NOT NULL AS started FROM "${t.schema}".jobs_all WHERE id = $1`, [inserted!.id]);
     expect(rows).toEqual([{ lease_owner: 'me', started: true }]);
     const held = await db.jobs.heartbeat({ ids: [claimed[0]!.id], tokens: [claimed[0]!.lease_token], leaseMs: 60_000 });
     expect([...held]).toEqual([claimed[0]!.lease_token]);
@@ -80,7 +80,7 @@ describe('statements bound to the database', () => {
 
   it("an insert given the caller's transaction as db is part of it: gone on rollback, there on commit", async () => {
     const db = database();
-    const count = async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = 'bound.tx'`)).rows[0].n as number;
+    const count = async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE kind = 'bound.tx'`)).rows[0].n as number;
     await expect(
       db.transaction(async (tx) => {
         await db.inserts.insert({ rows: [row('bound.tx', 'bound-tx')], debounced: false, db: tx });

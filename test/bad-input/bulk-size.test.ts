@@ -21,7 +21,7 @@ describe('enqueueMany chunks by bytes', () => {
     expect(results).toHaveLength(300);
     expect(new Set(results.map((r) => r.id)).size).toBe(300);
     const ids = results.map((r) => r.id);
-    const n = await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE id = ANY($1::bigint[]) AND length(payload->>'big') = 1000000`, [ids]);
+    const n = await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE id = ANY($1::bigint[]) AND length(payload->>'big') = 1000000`, [ids]);
     expect(n.rows[0].n).toBe(300);
     await t.sql.query(`DELETE FROM "${t.schema}".jobs WHERE id = ANY($1::bigint[])`, [ids]);
   });

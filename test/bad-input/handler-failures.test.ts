@@ -81,7 +81,7 @@ describe('a handler’s failure is always stored', () => {
     const { id } = await ns.enqueue(job, {});
     await ns.start();
     const row = await waitFor(`job ${id} to leave running`, async () => {
-      const r = await t.sql.query(`SELECT state::text, reason, errors FROM ${q()}.jobs WHERE id = $1`, [id]);
+      const r = await t.sql.query(`SELECT state::text, reason, errors FROM ${q()}.jobs_all WHERE id = $1`, [id]);
       const j = r.rows[0] as { state: string; reason: string | null; errors: { message: string }[] | null };
       return j.state !== 'available' && j.state !== 'running' ? j : state === 'available' && j.errors ? j : undefined;
     });

@@ -17,7 +17,7 @@ import { waitFor } from '../support/wait.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const t = useTestDatabase('cli_bin');
 const env = () => ({ DATABASE_URL: t.url, NS_SCHEMA: t.schema });
-const jobState = async (id: string) => (await t.sql.query(`SELECT state FROM "${t.schema}".jobs WHERE id = $1`, [id])).rows[0]?.state as string;
+const jobState = async (id: string) => (await t.sql.query(`SELECT state FROM "${t.schema}".jobs_all WHERE id = $1`, [id])).rows[0]?.state as string;
 
 /** The newest modification time of a file under `dir`. */
 function newest(dir: string): number {

@@ -18,7 +18,7 @@ beforeAll(async () => {
 });
 
 async function jobState(id: string): Promise<string> {
-  return (await t.sql.query(`SELECT state FROM "${t.schema}".jobs WHERE id = $1`, [id])).rows[0]?.state;
+  return (await t.sql.query(`SELECT state FROM "${t.schema}".jobs_all WHERE id = $1`, [id])).rows[0]?.state;
 }
 
 describe('nightshift CLI', () => {
@@ -47,7 +47,7 @@ describe('nightshift CLI', () => {
   });
 
   it('enqueue validates the payload: bad JSON, schema violations and unknown kinds exit 2 and write nothing', async () => {
-    const before = (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs`)).rows[0].n;
+    const before = (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all`)).rows[0].n;
     const badJson = await run(['enqueue', 'send-email', '--payload', '{to: x}']);
     expect(badJson.code).toBe(2);
     expect(badJson.stderr).toContain('not valid JSON');
@@ -59,7 +59,7 @@ describe('nightshift CLI', () => {
     expect(unknown.stderr).toContain('NS_UNKNOWN_KIND');
     const badDelay = await run(['enqueue', 'send-email', '--payload', '{"to":"a@b.co"}', '--delay-ms', 'soon']);
     expect(badDelay.code).toBe(2);
-    expect((await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs`)).rows[0].n).toBe(before);
+    expect((await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all`)).rows[0].n).toBe(before);
   });
 
   it('enqueue writes a job with options, and jobs list/show display it', async () => {
@@ -84,7 +84,7 @@ describe('nightshift CLI', () => {
     const r = await run(['enqueue', 'external-kind', '--payload', '{"a":1}', '--json']);
     expect(r.code, r.stderr).toBe(0);
     const { id } = JSON.parse(r.stdout);
-    expect((await t.sql.query(`SELECT queue, max_attempts FROM "${t.schema}".jobs WHERE id = $1`, [id])).rows[0]).toEqual({ queue: 'ext', max_attempts: 3 });
+    expect((await t.sql.query(`SELECT queue, max_attempts FROM "${t.schema}".jobs_all WHERE id = $1`, [id])).rows[0]).toEqual({ queue: 'ext', max_attempts: 3 });
   });
 
   it('worker refuses an unknown role with exit 2, listing the valid roles', async () => {
@@ -217,7 +217,7 @@ describe('nightshift schedules', () => {
     const trig = await run(['schedules', 'trigger', 'nightly-digest', '--payload', '{"day":"2026-11-29"}', '--json', '--reason', 'rerun after fix']);
     expect(trig.code, trig.stderr).toBe(0);
     const { jobId } = JSON.parse(trig.stdout);
-    expect((await t.sql.query(`SELECT payload FROM "${t.schema}".jobs WHERE id = $1`, [jobId])).rows[0].payload).toEqual({ day: '2026-11-29' });
+    expect((await t.sql.query(`SELECT payload FROM "${t.schema}".jobs_all WHERE id = $1`, [jobId])).rows[0].payload).toEqual({ day: '2026-11-29' });
     const unknown = await run(['schedules', 'trigger', 'nightly-digset']);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('did you mean "nightly-digest"');

@@ -82,6 +82,12 @@ describe('nightshift dev', () => {
     await first.waitForLine('dev: started (#1)');
     expect(first.output()).toContain('PostgreSQL created in .nightshift/postgres');
     const { url, postgresPid } = state();
+    // The dashboard, on loopback, without authentication, its URL printed.
+    const page = /dev: dashboard: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(first.output())?.[1];
+    expect(page, first.output()).toBeDefined();
+    const res = await fetch(page!);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('nightshift');
 
     // A second dev in the same directory is refused while the first runs.
     const second = await cli(['dev'], { cwd: project });
@@ -118,7 +124,7 @@ describe('nightshift dev', () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      const { rows } = await client.query(`SELECT payload->>'name' AS name, state FROM nightshift.jobs ORDER BY id`);
+      const { rows } = await client.query(`SELECT payload->>'name' AS name, state FROM nightshift.jobs_all ORDER BY id`);
       expect(rows).toEqual([
         { name: 'a', state: 'completed' },
         { name: 'b', state: 'completed' },

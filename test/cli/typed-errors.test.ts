@@ -97,7 +97,7 @@ export default defineConfig({ ...base, database: { ...base.database, budget: { r
       await waitFor('the job to complete on its second attempt', async () => (await ns.getJob(done)).state === 'completed');
       await ns.stop();
       const { id: failing } = await t.client({ jobs: [flaky] }).enqueue(flaky, { ok: false }, { runAt: new Date(Date.now() + 3_600_000) });
-      await t.sql.query(`UPDATE "${t.schema}".jobs SET errors = (SELECT errors FROM "${t.schema}".jobs WHERE id = $1), attempt = 1 WHERE id = $2`, [done, failing]);
+      await t.sql.query(`UPDATE "${t.schema}".jobs SET errors = (SELECT errors FROM "${t.schema}".jobs_all WHERE id = $1), attempt = 1 WHERE id = $2`, [done, failing]);
       const r = await cli(['jobs', 'list', '--kind', 'flaky-import'], { env: env() });
       expect(r.code, r.stderr).toBe(0);
       const line = (id: string) => r.stdout.split('\n').find((l) => l.startsWith(`${id} `)) ?? '';

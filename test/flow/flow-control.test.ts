@@ -26,7 +26,7 @@ function gate() {
 }
 
 async function state(id: string): Promise<string> {
-  return (await t.sql.query(`SELECT state::text FROM "${t.schema}".jobs WHERE id = $1`, [id])).rows[0].state;
+  return (await t.sql.query(`SELECT state::text FROM "${t.schema}".jobs_all WHERE id = $1`, [id])).rows[0].state;
 }
 
 const payload = z.object({ account: z.string() });
@@ -114,7 +114,7 @@ describe('limits and the rest of the claim', () => {
     const doomed = await ns.enqueue(job, { account: 'x' }, { maxAgeMs: 300 });
     const later = await ns.enqueue(job, { account: 'x' }, { delayMs: 3_600_000 });
     await ns.start();
-    await waitFor('the deadline to pass on the database clock', async () => (await t.sql.query(`SELECT expires_at < now() AS past FROM "${t.schema}".jobs WHERE id = $1`, [doomed.id])).rows[0].past);
+    await waitFor('the deadline to pass on the database clock', async () => (await t.sql.query(`SELECT expires_at < now() AS past FROM "${t.schema}".jobs_all WHERE id = $1`, [doomed.id])).rows[0].past);
     expect(await state(runner.id)).toBe('available');
     await ns.resumeQueue('misc');
     await waitFor('the first to run', () => g.running().includes(runner.id));
@@ -160,10 +160,10 @@ describe('rate limits wake the worker when the window opens', () => {
       if (e.type === 'worker.claimed' && e.queue === 'default') claims++;
     });
     await ns.start();
-    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = 'rated-wake' AND state = 'completed'`)).rows[0].n === 12);
+    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE kind = 'rated-wake' AND state = 'completed'`)).rows[0].n === 12);
     // Three windows' worth: a claim per window opening (and the odd one between), not a poll every 50 ms.
     expect(claims).toBeLessThanOrEqual(8);
-    const { rows } = await t.sql.query(`SELECT extract(epoch FROM started_at) * 1000 AS s FROM "${t.schema}".jobs WHERE kind = 'rated-wake' ORDER BY started_at`);
+    const { rows } = await t.sql.query(`SELECT extract(epoch FROM started_at) * 1000 AS s FROM "${t.schema}".jobs_all WHERE kind = 'rated-wake' ORDER BY started_at`);
     const s = rows.map((r: { s: string }) => Number(r.s));
     for (let i = 4; i < s.length; i++) expect(s[i]! - s[i - 4]!).toBeGreaterThanOrEqual(400);
   });
@@ -175,8 +175,8 @@ describe('rate limits wake the worker when the window opens', () => {
     await ns.enqueueMany(a, [{ account: '1' }, { account: '2' }, { account: '3' }]);
     await ns.enqueueMany(b, [{ account: '1' }, { account: '2' }, { account: '3' }]);
     await ns.start();
-    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE queue = 'metered' AND state = 'completed'`)).rows[0].n === 6);
-    const { rows } = await t.sql.query(`SELECT extract(epoch FROM started_at) * 1000 AS s FROM "${t.schema}".jobs WHERE queue = 'metered' ORDER BY started_at`);
+    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE queue = 'metered' AND state = 'completed'`)).rows[0].n === 6);
+    const { rows } = await t.sql.query(`SELECT extract(epoch FROM started_at) * 1000 AS s FROM "${t.schema}".jobs_all WHERE queue = 'metered' ORDER BY started_at`);
     const s = rows.map((r: { s: string }) => Number(r.s));
     for (let i = 3; i < s.length; i++) expect(s[i]! - s[i - 3]!).toBeGreaterThanOrEqual(300);
   });

@@ -44,7 +44,7 @@ describe('fleet-wide concurrency limit', () => {
       Array.from({ length: 30 }, (_, n) => ({ key: 'k', n })),
     );
     await Promise.all([a.start(), b.start()]);
-    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = 'limited-global' AND state = 'completed'`)).rows[0].n === 30);
+    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE kind = 'limited-global' AND state = 'completed'`)).rows[0].n === 30);
     const all = await runs();
     expect(all).toHaveLength(30);
     expect(maxOverlap(all)).toBeLessThanOrEqual(2);
@@ -60,7 +60,7 @@ describe('fleet-wide concurrency limit', () => {
       Array.from({ length: 40 }, (_, n) => ({ key: `k${n % 5}`, n })),
     );
     await a.start();
-    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = 'limited-key' AND state = 'completed'`)).rows[0].n === 40);
+    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE kind = 'limited-key' AND state = 'completed'`)).rows[0].n === 40);
     const all = await runs();
     for (let k = 0; k < 5; k++) expect(maxOverlap(all.filter((r) => r.key === `k${k}`))).toBe(1);
     expect(maxOverlap(all)).toBeGreaterThan(1);
@@ -80,7 +80,7 @@ describe('fleet-wide concurrency limit', () => {
       Array.from({ length: 10 }, (_, n) => ({ key: 'y', n })),
     );
     await a.start();
-    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE queue = 'narrow' AND state = 'completed'`)).rows[0].n === 20);
+    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE queue = 'narrow' AND state = 'completed'`)).rows[0].n === 20);
     expect(maxOverlap(await runs())).toBeLessThanOrEqual(3);
   });
 });
@@ -95,8 +95,8 @@ describe('fleet-wide rate limit', () => {
       Array.from({ length: 15 }, (_, n) => ({ key: 'r', n })),
     );
     await a.start();
-    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = 'rated' AND state = 'completed'`)).rows[0].n === 15);
-    const { rows } = await t.sql.query(`SELECT extract(epoch FROM started_at) * 1000 AS s FROM "${t.schema}".jobs WHERE kind = 'rated'`);
+    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE kind = 'rated' AND state = 'completed'`)).rows[0].n === 15);
+    const { rows } = await t.sql.query(`SELECT extract(epoch FROM started_at) * 1000 AS s FROM "${t.schema}".jobs_all WHERE kind = 'rated'`);
     expect(
       startsInWindow(
         rows.map((r: { s: string }) => Number(r.s)),

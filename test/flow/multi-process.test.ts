@@ -42,7 +42,7 @@ async function stop(procs: Proc[]): Promise<void> {
 }
 
 async function completed(kind: string): Promise<number> {
-  return (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = $1 AND state = 'completed'`, [kind])).rows[0].n;
+  return (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = $1 AND state = 'completed'`, [kind])).rows[0].n;
 }
 
 describe('limits across three worker processes', () => {
@@ -147,7 +147,7 @@ describe('limits across three worker processes', () => {
       const victim = procs.find((p) => p.pid === rows[0].pid)!;
       victim.kill('SIGKILL');
       await victim.exited;
-      await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE id = ANY($1::bigint[]) AND state = 'completed'`, [ids])).rows[0].n === 12, {
+      await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[]) AND state = 'completed'`, [ids])).rows[0].n === 12, {
         timeoutMs: 120_000,
       });
       const runs = (await limitRuns(t.sql, t.schema, 'lim-global')).filter((r) => ids.includes(r.jobId));
@@ -158,7 +158,7 @@ describe('limits across three worker processes', () => {
       expect(killed.every((r) => Number.isFinite(r.end))).toBe(true);
       expect(maxOverlap(runs)).toBeLessThanOrEqual(LIMITS.global);
       for (const k of killed) expect(ids).toContain(k.jobId);
-      const { rows: rescued } = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE id = ANY($1::bigint[]) AND errors @> '[{"kind":"lease-expired"}]'`, [ids]);
+      const { rows: rescued } = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[]) AND errors @> '[{"kind":"lease-expired"}]'`, [ids]);
       expect(rescued[0].n).toBe(killed.length);
     } finally {
       await stop(procs);

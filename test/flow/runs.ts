@@ -26,7 +26,7 @@ export async function limitRuns(sql: pg.Pool, schema: string, kind?: string): Pr
     `SELECT r.job_id::text, r.kind, r.key, r.pid,
             extract(epoch FROM r.claimed_at) * 1000 AS claimed, extract(epoch FROM r.started_at) * 1000 AS started,
             extract(epoch FROM coalesce(r.ended_at, (
-              SELECT min((e->>'at')::timestamptz) FROM "${schema}".jobs j, jsonb_array_elements(coalesce(j.errors, '[]')) e
+              SELECT min((e->>'at')::timestamptz) FROM "${schema}".jobs_all j, jsonb_array_elements(coalesce(j.errors, '[]')) e
               WHERE j.id = r.job_id AND (e->>'at')::timestamptz > r.started_at))) * 1000 AS ended,
             r.ended_at IS NULL AS killed
      FROM "${schema}".limit_runs r WHERE $1::text IS NULL OR r.kind = $1`,

@@ -110,12 +110,12 @@ describe('admin operations', () => {
     const ids = (await ns.enqueueMany(noop, Array.from({ length: 1_200 }, (_, n) => ({ n })))).map((r) => r.id);
     await t.sql.query(`UPDATE ${q()}.jobs SET state = 'discarded', finished_at = now() WHERE id = ANY($1::bigint[])`, [ids]);
     expect(await ns.retryJobs({ kind: 'noop', dryRun: true })).toBe(1_200);
-    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE id = ANY($1::bigint[]) AND state = 'discarded'`, [ids])).rows[0].n).toBe(1_200);
+    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[]) AND state = 'discarded'`, [ids])).rows[0].n).toBe(1_200);
     const progress: number[] = [];
     expect(await ns.retryJobs({ kind: 'noop', actor: 'dave', onProgress: (d) => progress.push(d) })).toBe(1_200);
     expect(progress.at(-1)).toBe(1_200);
     expect(progress.length).toBeGreaterThan(1);
-    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE id = ANY($1::bigint[]) AND state = 'available'`, [ids])).rows[0].n).toBe(1_200);
+    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[]) AND state = 'available'`, [ids])).rows[0].n).toBe(1_200);
     expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.audit_log WHERE actor = 'dave' AND action = 'retry'`)).rows[0].n).toBe(1_200);
   });
 
@@ -151,7 +151,7 @@ describe('admin operations', () => {
     );
     const pruned = await ns.prune({ completed: 86_400_000, discarded: 30 * 86_400_000 });
     expect(pruned.completed).toBeGreaterThanOrEqual(1);
-    const left = (await t.sql.query(`SELECT id::text FROM ${q()}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).rows.map((r: { id: string }) => r.id);
+    const left = (await t.sql.query(`SELECT id::text FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).rows.map((r: { id: string }) => r.id);
     expect(left).toEqual([ids[1], ids[3]]);
   });
 

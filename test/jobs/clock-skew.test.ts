@@ -23,7 +23,7 @@ describe('a worker whose clock is wrong', () => {
     const { id } = await ns.enqueue(job, {});
     await ns.start();
     const row = await waitFor('the failure to be recorded', async () => {
-      const r = await t.sql.query(`SELECT state::text, abs(extract(epoch FROM (errors->-1->>'at')::timestamptz - now())) AS off_s FROM ${q()}.jobs WHERE id = $1`, [id]);
+      const r = await t.sql.query(`SELECT state::text, abs(extract(epoch FROM (errors->-1->>'at')::timestamptz - now())) AS off_s FROM ${q()}.jobs_all WHERE id = $1`, [id]);
       return r.rows[0].state === 'discarded' ? (r.rows[0] as { off_s: number }) : undefined;
     });
     // A year of skew would show as ~31,536,000 s; the database's own time is seconds away at most.

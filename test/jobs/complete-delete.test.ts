@@ -20,7 +20,7 @@ describe('retention.completed = 0', () => {
     const ids = (await ns.enqueueMany(job, Array.from({ length: 50 }, (_, n) => ({ n })))).map((r) => r.id);
     await ns.start();
     await waitFor('every job to complete', () => completed.length === 50);
-    const left = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE id = ANY($1::bigint[])`, [ids]);
+    const left = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[])`, [ids]);
     expect(left.rows[0].n).toBe(0);
     expect(ran.sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, n) => n));
   });
@@ -34,12 +34,12 @@ describe('retention.completed = 0', () => {
     a.on((e) => events.push(e));
     const { id } = await a.enqueue(job, { n: 1 });
     await a.start();
-    await waitFor('A to hold the job', async () => (await t.sql.query(`SELECT state FROM ${q()}.jobs WHERE id = $1`, [id])).rows[0].state === 'running');
+    await waitFor('A to hold the job', async () => (await t.sql.query(`SELECT state FROM ${q()}.jobs_all WHERE id = $1`, [id])).rows[0].state === 'running');
     // Another claim takes the job over (as a rescue and re-claim would), with a newer token.
     await t.sql.query(`UPDATE ${q()}.jobs SET lease_token = nextval('${t.schema}.lease_token_seq') WHERE id = $1`, [id]);
     release();
     await waitFor('A to report the refused write', () => events.some((e) => e.type === 'job.refused'));
-    const row = await t.sql.query(`SELECT state FROM ${q()}.jobs WHERE id = $1`, [id]);
+    const row = await t.sql.query(`SELECT state FROM ${q()}.jobs_all WHERE id = $1`, [id]);
     expect(row.rows[0]?.state).toBe('running');
   });
 });

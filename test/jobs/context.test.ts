@@ -17,7 +17,7 @@ beforeAll(async () => {
 });
 
 async function state(id: string): Promise<string> {
-  return (await t.sql.query(`SELECT state::text FROM ${q()}.jobs WHERE id = $1`, [id])).rows[0].state;
+  return (await t.sql.query(`SELECT state::text FROM ${q()}.jobs_all WHERE id = $1`, [id])).rows[0].state;
 }
 
 describe('what a handler gets besides its payload', () => {
@@ -38,7 +38,7 @@ describe('what a handler gets besides its payload', () => {
     await ns.start();
     await waitFor('the job to complete', async () => (await state(id)) === 'completed');
     expect((await t.sql.query(`SELECT v FROM ${q()}.side_effects WHERE job_id = $1`, [id])).rows).toEqual([{ v: 7 }]);
-    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = 'ctx-follow'`)).rows[0].n).toBe(1);
+    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'ctx-follow'`)).rows[0].n).toBe(1);
   });
 
   it('ctx.transaction rolls back, with LeaseLostError, when the lease was lost before it committed', async () => {

@@ -25,25 +25,25 @@ describe('a crash while jobs wait in the worker for a slot', () => {
       // Fast jobs: the worker holds more leases than its four slots (jobs claimed ahead, not started).
       await waitFor(
         'the worker to hold jobs ahead of its slots',
-        async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE state = 'running'`)).rows[0].n > 8,
+        async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE state = 'running'`)).rows[0].n > 8,
       );
       procs[0]!.kill('SIGKILL');
       await procs[0]!.exited;
       procs.push(startScript('test/fixtures/effect-worker.ts', env));
       await waitFor(
         'every job to finish',
-        async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE state IN ('completed', 'discarded')`)).rows[0].n === total,
+        async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE state IN ('completed', 'discarded')`)).rows[0].n === total,
         { timeoutMs: 120_000 },
       );
       // The scenario happened: jobs were taken back from the killed worker.
-      const rescued = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE errors @> '[{"kind":"lease-expired"}]'`);
+      const rescued = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE errors @> '[{"kind":"lease-expired"}]'`);
       expect(rescued.rows[0].n).toBeGreaterThan(4);
       // A discarded job is one a handler ran: its only attempt was lost with the killed process. Its
       // effect may be missing only if the kill came between its start (recorded when it took one of
       // the four slots) and the effect's commit — at most one job per slot; a job that merely
       // waited for a slot is never among them.
       const discardedUnrun = await t.sql.query(
-        `SELECT count(*)::int AS n FROM ${q()}.jobs j WHERE state = 'discarded' AND NOT EXISTS (SELECT 1 FROM ${q()}.effects e WHERE e.job_id = j.id)`,
+        `SELECT count(*)::int AS n FROM ${q()}.jobs_all j WHERE state = 'discarded' AND NOT EXISTS (SELECT 1 FROM ${q()}.effects e WHERE e.job_id = j.id)`,
       );
       expect(discardedUnrun.rows[0].n).toBeLessThanOrEqual(4);
     } finally {

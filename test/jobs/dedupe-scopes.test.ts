@@ -12,7 +12,7 @@ const q = () => `"${t.schema}"`;
 const payload = z.object({ v: z.number() });
 
 async function job(id: string) {
-  const r = await t.sql.query(`SELECT id::text, state::text, attempt, dedupe_key, dedupe_given, errors FROM ${q()}.jobs WHERE id = $1`, [id]);
+  const r = await t.sql.query(`SELECT id::text, state::text, attempt, dedupe_key, dedupe_given, errors FROM ${q()}.jobs_all WHERE id = $1`, [id]);
   return r.rows[0] as { id: string; state: string; attempt: number; dedupe_key: string | null; dedupe_given: string | null; errors: { kind: string }[] | null };
 }
 

@@ -11,7 +11,7 @@ t.migrateBeforeAll();
 const notify = defineJob({ kind: 'notify', payload: z.object({ v: z.number() }), run: async () => undefined });
 
 async function jobsWithKey(key: string) {
-  const r = await t.sql.query(`SELECT id::text, state, payload, run_at FROM "${t.schema}".jobs WHERE kind = 'notify' AND dedupe_key = $1 ORDER BY id`, [key]);
+  const r = await t.sql.query(`SELECT id::text, state, payload, run_at FROM "${t.schema}".jobs_all WHERE kind = 'notify' AND dedupe_key = $1 ORDER BY id`, [key]);
   return r.rows as { id: string; state: string; payload: { v: number }; run_at: Date }[];
 }
 
@@ -111,7 +111,7 @@ describe('debounce', () => {
     const [after] = await jobsWithKey('d1');
     expect(after!.payload).toEqual({ v: 2 });
     expect(after!.run_at.getTime()).toBeGreaterThan(before!.run_at.getTime());
-    const r = await t.sql.query(`SELECT (run_at - now()) > interval '29 minutes' AS later FROM "${t.schema}".jobs WHERE id = $1`, [a.id]);
+    const r = await t.sql.query(`SELECT (run_at - now()) > interval '29 minutes' AS later FROM "${t.schema}".jobs_all WHERE id = $1`, [a.id]);
     expect(r.rows[0].later).toBe(true);
   });
 });

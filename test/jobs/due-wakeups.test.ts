@@ -56,7 +56,7 @@ describe('a job due in the future starts when it is due, not at the next poll', 
     ids.push((await producer.enqueue(retry, { v: 1 })).id);
 
     const late = async () => {
-      const r = await t.sql.query(`SELECT id::text, state::text, (extract(epoch FROM started_at - run_at) * 1000)::float8 AS late_ms FROM ${q()}.jobs WHERE id = ANY($1::bigint[])`, [ids]);
+      const r = await t.sql.query(`SELECT id::text, state::text, (extract(epoch FROM started_at - run_at) * 1000)::float8 AS late_ms FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[])`, [ids]);
       return r.rows as { id: string; state: string; late_ms: number }[];
     };
     const done = await waitFor('every job to complete', async () => {
@@ -81,7 +81,7 @@ describe('a job delayed before the worker started (or while its listener was dow
     const worker = t.client({ jobs: [k], pollIntervalMs: POLL_MS });
     await worker.start();
     const late = await waitFor('the job to complete', async () => {
-      const r = await t.sql.query(`SELECT (extract(epoch FROM started_at - run_at) * 1000)::float8 AS late_ms FROM ${q()}.jobs WHERE id = $1 AND state = 'completed'`, [id]);
+      const r = await t.sql.query(`SELECT (extract(epoch FROM started_at - run_at) * 1000)::float8 AS late_ms FROM ${q()}.jobs_all WHERE id = $1 AND state = 'completed'`, [id]);
       return r.rows[0] as { late_ms: number } | undefined;
     });
     expect(late.late_ms).toBeLessThan(BOUND_MS);

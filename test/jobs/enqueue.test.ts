@@ -18,7 +18,7 @@ const email = defineJob({
 const any = defineJob({ kind: 'any-json', payload: z.unknown(), run: async () => undefined });
 
 async function count(where = 'true', values: unknown[] = []): Promise<number> {
-  const r = await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE ${where}`, values);
+  const r = await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE ${where}`, values);
   return r.rows[0].n;
 }
 
@@ -166,7 +166,7 @@ describe('enqueueMany', () => {
     const payloads = Array.from({ length: 12_000 }, (_, i) => ({ i }));
     const results = await ns.enqueueMany(any, payloads);
     expect(results).toHaveLength(12_000);
-    const rows = await t.sql.query(`SELECT id::text, payload FROM "${t.schema}".jobs WHERE id = ANY($1::bigint[])`, [results.map((r) => r.id)]);
+    const rows = await t.sql.query(`SELECT id::text, payload FROM "${t.schema}".jobs_all WHERE id = ANY($1::bigint[])`, [results.map((r) => r.id)]);
     const byId = new Map(rows.rows.map((r: { id: string; payload: unknown }) => [r.id, r.payload]));
     results.forEach((r, i) => expect(byId.get(r.id)).toEqual({ i }));
   });
@@ -197,7 +197,7 @@ describe('coalesced enqueues', () => {
         Array.from({ length: 300 }, async (_, i) => {
           const { id } = await ns.enqueue(any, { i });
           // Another connection sees it the moment the promise resolves: it is committed.
-          const r = await observer.query(`SELECT payload FROM "${t.schema}".jobs WHERE id = $1`, [id]);
+          const r = await observer.query(`SELECT payload FROM "${t.schema}".jobs_all WHERE id = $1`, [id]);
           return { id, payload: r.rows[0]?.payload, i };
         }),
       );

@@ -17,10 +17,10 @@ describe("a kind's own retention", () => {
     const ns = t.client({ jobs: [plain, kept, forever], retention: { completed: DAY } });
     for (const j of [plain, kept, forever]) await ns.enqueue(j, {});
     await drain(ns);
-    const age = async (days: number) => t.sql.query(`UPDATE ${q()}.jobs SET finished_at = now() - $1 * interval '1 day'`, [days]);
+    const age = async (days: number) => t.sql.query(`UPDATE ${q()}.jobs_history SET finished_at = now() - $1 * interval '1 day'`, [days]);
     await age(2);
     await ns.prune();
-    const kinds = async () => (await t.sql.query(`SELECT kind FROM ${q()}.jobs ORDER BY kind`)).rows.map((r) => r.kind);
+    const kinds = async () => (await t.sql.query(`SELECT kind FROM ${q()}.jobs_all ORDER BY kind`)).rows.map((r) => r.kind);
     expect(await kinds()).toEqual(['forever', 'kept']);
     expect((await t.sql.query(`SELECT msg FROM ${q()}.job_logs`)).rows.map((r) => r.msg)).toEqual(['kept ran']);
     await age(15);

@@ -11,7 +11,7 @@ const payload = z.object({ n: z.number() });
 const q = () => `"${t.schema}"`;
 
 async function row(id: string) {
-  return (await t.sql.query(`SELECT state, lease_token::text, lease_owner, lease_expires_at, attempt, errors, reason FROM ${q()}.jobs WHERE id = $1`, [id])).rows[0];
+  return (await t.sql.query(`SELECT state, lease_token::text, lease_owner, lease_expires_at, attempt, errors, reason FROM ${q()}.jobs_all WHERE id = $1`, [id])).rows[0];
 }
 
 /** Makes the job's lease look expired on the database clock, as if its worker stopped heartbeating long ago. */
@@ -40,11 +40,11 @@ describe('leases and fencing tokens', () => {
     const b = t.client({ jobs: [job], concurrency: 10, owner: 'worker-b' });
     await a.enqueueMany(job, Array.from({ length: 1_000 }, (_, n) => ({ n })));
     await Promise.all([a.start(), b.start()]);
-    await waitFor('all jobs to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = 'race' AND state = 'completed'`)).rows[0].n === 1_000);
+    await waitFor('all jobs to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'race' AND state = 'completed'`)).rows[0].n === 1_000);
     expect(overlaps).toBe(0);
     expect([...runs.values()].every((c) => c === 1)).toBe(true);
     expect(runs.size).toBe(1_000);
-    const owners = await t.sql.query(`SELECT count(DISTINCT lease_owner)::int AS n, count(DISTINCT lease_token)::int AS tokens FROM ${q()}.jobs WHERE kind = 'race'`);
+    const owners = await t.sql.query(`SELECT count(DISTINCT lease_owner)::int AS n, count(DISTINCT lease_token)::int AS tokens FROM ${q()}.jobs_all WHERE kind = 'race'`);
     expect(owners.rows[0].tokens).toBe(1_000);
   });
 

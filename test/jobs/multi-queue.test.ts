@@ -10,7 +10,7 @@ t.migrateBeforeAll();
 const payload = z.object({ n: z.number() });
 
 async function states(kind: string): Promise<Record<string, number>> {
-  const r = await t.sql.query(`SELECT state::text, count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = $1 GROUP BY 1`, [kind]);
+  const r = await t.sql.query(`SELECT state::text, count(*)::int AS n FROM "${t.schema}".jobs_all WHERE kind = $1 GROUP BY 1`, [kind]);
   return Object.fromEntries(r.rows.map((x: { state: string; n: number }) => [x.state, x.n]));
 }
 

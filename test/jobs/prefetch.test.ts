@@ -14,7 +14,7 @@ const q = () => `"${t.schema}"`;
 
 async function rows(ids: string[]) {
   const r = await t.sql.query(
-    `SELECT id::text, state, attempt, lease_token::text, started_at, reason, errors FROM ${q()}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id`,
+    `SELECT id::text, state, attempt, lease_token::text, started_at, reason, errors FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[]) ORDER BY id`,
     [ids],
   );
   return r.rows as { id: string; state: string; attempt: number; lease_token: string | null; started_at: Date | null; reason: string | null; errors: { message: string }[] | null }[];
@@ -128,7 +128,7 @@ describe('claiming ahead of free slots (prefetch)', () => {
     await waitFor('a job held ahead of the slot', async () => (await countIn(ids.slice(BLOCK + 1), 'running')) > 0);
     await waitFor(
       'the deadlines to pass on the database clock',
-      async () => (await t.sql.query(`SELECT now() > max(expires_at) AS past FROM ${q()}.jobs WHERE id = ANY($1::bigint[])`, [ids])).rows[0].past,
+      async () => (await t.sql.query(`SELECT now() > max(expires_at) AS past FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[])`, [ids])).rows[0].past,
       { timeoutMs: 20_000, everyMs: 100 },
     );
     release();

@@ -199,10 +199,10 @@ describe('running jobs', () => {
     await ns.start();
     await waitFor('three to run', () => running === 3);
     expect(ns.runningCount).toBe(3);
-    const r = await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = 'limited' AND state = 'running'`);
+    const r = await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE kind = 'limited' AND state = 'running'`);
     expect(r.rows[0].n).toBe(3);
     release();
-    await waitFor('all to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = 'limited' AND state = 'completed'`)).rows[0].n === 12);
+    await waitFor('all to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE kind = 'limited' AND state = 'completed'`)).rows[0].n === 12);
     expect(peak).toBe(3);
   });
 
@@ -223,7 +223,7 @@ describe('running jobs', () => {
     const job = defineJob({ kind: 'intent', payload, run: async () => void (ran = true) });
     const ns = t.client({ jobs: [job] });
     const { id } = await ns.enqueue(job, { n: 1 }, { maxAgeMs: 1 });
-    await waitFor('the deadline to pass on the database clock', async () => (await t.sql.query(`SELECT expires_at < now() AS past FROM "${t.schema}".jobs WHERE id = $1`, [id])).rows[0].past);
+    await waitFor('the deadline to pass on the database clock', async () => (await t.sql.query(`SELECT expires_at < now() AS past FROM "${t.schema}".jobs_all WHERE id = $1`, [id])).rows[0].past);
     await ns.start();
     await state(ns, id, 'expired');
     expect(ran).toBe(false);
@@ -234,7 +234,7 @@ describe('running jobs', () => {
     const job = defineJob({ kind: 'orphan-intent', payload, queue: 'nobody', run: async () => undefined });
     const ns = t.client({ jobs: [job] });
     const { id } = await ns.enqueue(job, { n: 1 }, { maxAgeMs: 1 });
-    await waitFor('the deadline to pass', async () => (await t.sql.query(`SELECT expires_at < now() AS past FROM "${t.schema}".jobs WHERE id = $1`, [id])).rows[0].past);
+    await waitFor('the deadline to pass', async () => (await t.sql.query(`SELECT expires_at < now() AS past FROM "${t.schema}".jobs_all WHERE id = $1`, [id])).rows[0].past);
     const done = await ns.runMaintenance();
     expect(done.expired).toBeGreaterThanOrEqual(1);
     expect((await ns.getJob(id)).state).toBe('expired');

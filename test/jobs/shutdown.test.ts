@@ -11,7 +11,7 @@ const payload = z.object({ n: z.number() });
 const q = () => `"${t.schema}"`;
 
 async function states(ids: string[]) {
-  const r = await t.sql.query(`SELECT id::text, state, attempt, lease_owner FROM ${q()}.jobs WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids]);
+  const r = await t.sql.query(`SELECT id::text, state, attempt, lease_owner FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids]);
   return r.rows as { id: string; state: string; attempt: number; lease_owner: string | null }[];
 }
 
@@ -56,7 +56,7 @@ describe('graceful, bounded shutdown', () => {
       ['available', null],
     ]);
     expect(events.filter((e) => e.type === 'job.released').map((e) => (e as { state: string }).state).sort()).toEqual(['abandoned', 'available', 'available']);
-    const r = await t.sql.query(`SELECT errors->-1->>'kind' AS kind, run_at <= now() AS due FROM ${q()}.jobs WHERE id = $1`, [ids[0]]);
+    const r = await t.sql.query(`SELECT errors->-1->>'kind' AS kind, run_at <= now() AS due FROM ${q()}.jobs_all WHERE id = $1`, [ids[0]]);
     expect(r.rows[0]).toEqual({ kind: 'shutdown', due: true });
   });
 

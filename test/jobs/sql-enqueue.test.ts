@@ -29,10 +29,10 @@ async function sqlError(text: string, values: unknown[] = []): Promise<{ code: s
 describe('SQL enqueue function', () => {
   it('enqueues with the kind defaults', async () => {
     const r = await t.sql.query(`SELECT ${s()}.enqueue('mail', '{"to":"x@example.com"}') AS id`);
-    const job = (await t.sql.query(`SELECT kind, queue, priority, max_attempts, at_most_once, state FROM ${s()}.jobs WHERE id = $1`, [r.rows[0].id])).rows[0];
+    const job = (await t.sql.query(`SELECT kind, queue, priority, max_attempts, at_most_once, state FROM ${s()}.jobs_all WHERE id = $1`, [r.rows[0].id])).rows[0];
     expect(job).toEqual({ kind: 'mail', queue: 'mailq', priority: 2, max_attempts: 4, at_most_once: false, state: 'available' });
     const onceId = (await t.sql.query(`SELECT ${s()}.enqueue('once') AS id`)).rows[0].id;
-    const o = await t.sql.query(`SELECT at_most_once FROM ${s()}.jobs WHERE id = $1`, [onceId]);
+    const o = await t.sql.query(`SELECT at_most_once FROM ${s()}.jobs_all WHERE id = $1`, [onceId]);
     expect(o.rows[0].at_most_once).toBe(true);
   });
 
@@ -41,7 +41,7 @@ describe('SQL enqueue function', () => {
       `SELECT ${s()}.enqueue('mail', '{"to":"y@example.com"}', queue => 'other', priority => -5, max_attempts => 9,
          delay => interval '1 hour', expires_at => now() + interval '2 hours') AS id`,
     );
-    const job = (await t.sql.query(`SELECT queue, priority, max_attempts, run_at - created_at AS delay, expires_at > run_at AS ok FROM ${s()}.jobs WHERE id = $1`, [r.rows[0].id])).rows[0];
+    const job = (await t.sql.query(`SELECT queue, priority, max_attempts, run_at - created_at AS delay, expires_at > run_at AS ok FROM ${s()}.jobs_all WHERE id = $1`, [r.rows[0].id])).rows[0];
     expect(job).toMatchObject({ queue: 'other', priority: -5, max_attempts: 9, ok: true });
     expect(job.delay).toMatchObject({ hours: 1 });
   });
@@ -51,7 +51,7 @@ describe('SQL enqueue function', () => {
     const b = await t.sql.query(`SELECT ${s()}.enqueue('mail', '{"to":"2"}', dedupe_key => 'sk') AS id`);
     expect(b.rows[0].id).toBe(a.rows[0].id);
     await t.sql.query(`SELECT ${s()}.enqueue('mail', '{"to":"3"}', dedupe_key => 'sk', debounce => interval '30 minutes')`);
-    const job = (await t.sql.query(`SELECT payload, run_at > now() + interval '29 minutes' AS moved FROM ${s()}.jobs WHERE id = $1`, [a.rows[0].id])).rows[0];
+    const job = (await t.sql.query(`SELECT payload, run_at > now() + interval '29 minutes' AS moved FROM ${s()}.jobs_all WHERE id = $1`, [a.rows[0].id])).rows[0];
     expect(job).toEqual({ payload: { to: '3' }, moved: true });
   });
 
@@ -73,7 +73,7 @@ describe('SQL enqueue function', () => {
     } finally {
       client.release();
     }
-    const jobs = await t.sql.query(`SELECT payload->>'to' AS to FROM ${s()}.jobs WHERE dedupe_key LIKE 'order:%'`);
+    const jobs = await t.sql.query(`SELECT payload->>'to' AS to FROM ${s()}.jobs_all WHERE dedupe_key LIKE 'order:%'`);
     expect(jobs.rows).toEqual([{ to: 'kept@example.com' }]);
   });
 
@@ -92,11 +92,11 @@ describe('SQL enqueue function', () => {
     [`enqueue('mail', '{}', debounce => interval '1 minute')`, 'NS004', 'NS_OPTIONS_INVALID'],
     [`enqueue('mail', '{}', expires_at => '-infinity')`, 'NS004', 'NS_OPTIONS_INVALID'],
   ])('%s fails with SQLSTATE %s (%s), a hint, and writes nothing', async (call, sqlState, code) => {
-    const before = (await t.sql.query(`SELECT count(*)::int AS n FROM ${s()}.jobs`)).rows[0].n;
+    const before = (await t.sql.query(`SELECT count(*)::int AS n FROM ${s()}.jobs_all`)).rows[0].n;
     const err = await sqlError(`SELECT ${s()}.${call}`);
     expect(err.code).toBe(sqlState);
     expect(err.message.startsWith(code)).toBe(true);
     expect(err.hint).toBeTruthy();
-    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${s()}.jobs`)).rows[0].n).toBe(before);
+    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${s()}.jobs_all`)).rows[0].n).toBe(before);
   });
 });

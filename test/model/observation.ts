@@ -112,7 +112,7 @@ export async function loadRecord(sql: pg.Pool, schema: string): Promise<{ jobs: 
             ${ms('finished_at')} AS "finishedAt", reason, coalesce(errors, '[]'::jsonb) AS errors,
             lease_token::text AS "leaseToken", lease_owner AS "leaseOwner", ${ms('lease_expires_at')} AS "leaseExpiresAt",
             (payload->>'step')::int AS step, (payload->>'copy')::int AS copy
-     FROM ${q}.jobs WHERE kind LIKE 'model-%' ORDER BY id`,
+     FROM ${q}.jobs_all WHERE kind LIKE 'model-%' ORDER BY id`,
   );
   const { rows: effects } = await sql.query<EffectRow>(
     `SELECT job_id::text AS "jobId", attempt, pid, token::text, note, ${ms('at')} AS at, ${ms('ended_at')} AS "endedAt", outcome

@@ -132,7 +132,7 @@ export async function runModelScenario(scenario: ModelScenario, env: RunEnv): Pr
     ]);
     try {
       const q = ctx.recorder.q;
-      await waitFor('every job to finish', async () => (await ctx.admin.query(`SELECT 1 FROM ${q}.jobs WHERE state IN ('available', 'running') LIMIT 1`)).rowCount === 0, { timeoutMs: env.drainMs, everyMs: 200 });
+      await waitFor('every job to finish', async () => (await ctx.admin.query(`SELECT 1 FROM ${q}.jobs_all WHERE state IN ('available', 'running') LIMIT 1`)).rowCount === 0, { timeoutMs: env.drainMs, everyMs: 200 });
     } catch {
       drainTimedOut = true;
     }

@@ -52,13 +52,13 @@ export class Sampler {
       SELECT ${ms('now()')} AS at,
         coalesce((SELECT json_agg(json_build_object('id', id::text, 'queue', queue, 'attempt', attempt,
                    'runAt', ${ms('run_at')}, 'createdAt', ${ms('created_at')}))
-                  FROM ${q}.jobs WHERE state = 'available' AND run_at <= now() AND kind LIKE 'model-%'), '[]') AS due,
+                  FROM ${q}.jobs_all WHERE state = 'available' AND run_at <= now() AND kind LIKE 'model-%'), '[]') AS due,
         coalesce((SELECT json_agg(json_build_object('id', j.id::text, 'kind', j.kind, 'owner', j.lease_owner,
                    'expiredMs', ${ms('now() - j.lease_expires_at')},
-                   'keyTaken', EXISTS (SELECT 1 FROM ${q}.jobs p WHERE p.state = 'available' AND p.kind = j.kind AND p.dedupe_key = j.dedupe_key)))
-                  FROM ${q}.jobs j WHERE j.state = 'running' AND j.lease_expires_at < now()), '[]') AS overdue,
+                   'keyTaken', EXISTS (SELECT 1 FROM ${q}.jobs_all p WHERE p.state = 'available' AND p.kind = j.kind AND p.dedupe_key = j.dedupe_key)))
+                  FROM ${q}.jobs_all j WHERE j.state = 'running' AND j.lease_expires_at < now()), '[]') AS overdue,
         coalesce((SELECT json_agg(json_build_object('kind', kind, 'key', dedupe_key, 'n', n))
-                  FROM (SELECT kind, dedupe_key, count(*)::int AS n FROM ${q}.jobs
+                  FROM (SELECT kind, dedupe_key, count(*)::int AS n FROM ${q}.jobs_all
                         WHERE state = 'available' AND dedupe_key IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1) d), '[]') AS "duplicateKeys"`;
   }
 

@@ -68,7 +68,7 @@ describe('secrets of a CommonJS config file', () => {
       const id = /job (\d+) enqueued/.exec(enqueued.stdout)?.[1];
       expect(id, enqueued.stdout).toBeDefined();
       const errors = await waitFor('the job to be discarded with its error', async () => {
-        const { rows } = await t.sql.query(`SELECT state, errors FROM "${t.schema}".jobs WHERE id = $1`, [id]);
+        const { rows } = await t.sql.query(`SELECT state, errors FROM "${t.schema}".jobs_all WHERE id = $1`, [id]);
         return rows[0]?.state === 'discarded' ? (rows[0].errors as { message: string; stack?: string }[]) : undefined;
       });
       await worker.waitForLine('daemon run failed');

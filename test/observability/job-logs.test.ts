@@ -47,7 +47,7 @@ describe('the per-run log (ctx.log kept with the job)', () => {
     const { id } = await ns.enqueue(job, {});
     await ns.start();
     await waitFor('logged', async () => (await ns.getJob(id)).state === 'completed' && (await ns.jobLogs(id)).length === 1);
-    await t.sql.query(`UPDATE "${t.schema}".jobs SET finished_at = now() - interval '2 days' WHERE id = $1`, [id]);
+    await t.sql.query(`UPDATE "${t.schema}".jobs_history SET finished_at = now() - interval '2 days' WHERE id = $1`, [id]);
     await ns.prune({ completed: 86_400_000 });
     expect((await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".job_logs WHERE job_id = $1`, [id])).rows[0].n).toBe(0);
   });

@@ -27,7 +27,7 @@ describe('/metrics, /healthz and /readyz of a real worker process', () => {
       expect(JSON.parse(ready.body)).toMatchObject({ ready: true, state: 'running', queues: ['reports'] });
       const r = await cli(['enqueue', 'long-report', '--json'], { env });
       const { id } = JSON.parse(r.stdout);
-      await waitFor('the job to run', async () => (await t.sql.query(`SELECT state FROM "${t.schema}".jobs WHERE id = $1`, [id])).rows[0].state === 'running');
+      await waitFor('the job to run', async () => (await t.sql.query(`SELECT state FROM "${t.schema}".jobs_all WHERE id = $1`, [id])).rows[0].state === 'running');
       const metrics = await get(`${base}/metrics`);
       expect(metrics.status).toBe(200);
       expect(metrics.body).toContain('nightshift_jobs_started_total{kind="long-report",queue="reports"} 1');
@@ -42,7 +42,7 @@ describe('/metrics, /healthz and /readyz of a real worker process', () => {
       expect((await get(`${base}/healthz`)).status).toBe(200);
       expect((await proc.exited).code).toBe(0);
       // The job was handed back when the grace period ended.
-      expect((await t.sql.query(`SELECT state FROM "${t.schema}".jobs WHERE id = $1`, [id])).rows[0].state).toBe('available');
+      expect((await t.sql.query(`SELECT state FROM "${t.schema}".jobs_all WHERE id = $1`, [id])).rows[0].state).toBe('available');
       await expect(get(`${base}/healthz`)).rejects.toThrow();
     } finally {
       proc.kill('SIGKILL');

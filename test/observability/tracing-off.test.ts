@@ -34,13 +34,13 @@ describe('tracing with no OpenTelemetry SDK registered', () => {
     const untraced = await ns.enqueue(job, { n: 1 });
     await ns.start();
     await waitFor('the untraced job ran', () => seen.length === 1);
-    const row = await t.sql.query(`SELECT trace_context FROM "${t.schema}".jobs WHERE id = $1`, [untraced.id]);
+    const row = await t.sql.query(`SELECT trace_context FROM "${t.schema}".jobs_all WHERE id = $1`, [untraced.id]);
     expect(row.rows[0].trace_context).toBeNull();
 
     const exporter = installTracing() as InMemorySpanExporter;
     const traced = await ns.enqueue(job, { n: 2 });
     await waitFor('the traced job ran', () => seen.length === 2);
-    const stored = await t.sql.query(`SELECT trace_context FROM "${t.schema}".jobs WHERE id = $1`, [traced.id]);
+    const stored = await t.sql.query(`SELECT trace_context FROM "${t.schema}".jobs_all WHERE id = $1`, [traced.id]);
     expect(stored.rows[0].trace_context).toHaveProperty('traceparent');
     const producer = exporter.getFinishedSpans().find((s) => s.name === 'send default');
     expect(producer).toBeDefined();

@@ -136,7 +136,7 @@ describe('dry runs and cleanup', () => {
     expect(d.stepList.find((s) => s.name === 'stats')!.output).toBe(true);
     expect(d.followUps).toEqual([]);
     expect((await ns.pipelines.getRun('dry', 'k')).followUps).toMatchObject([{ name: 'success:settled', error: null }]);
-    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = 'settled'`)).rows[0].n).toBe(1);
+    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'settled'`)).rows[0].n).toBe(1);
     expect(d.artifacts[0]!.location).toBe(`dry/k/dry-run-${dry.run.id}/result.json`);
     // The live run of the key ran its effects, and its artifact is not the dry run's.
     expect(effects).toEqual(['paid', 'receipt']);

@@ -42,10 +42,10 @@ describe('a fatal failure', () => {
     );
     expect(times.rows[0].step_end.getTime()).toBe(times.rows[0].run_end.getTime());
     // No job of a later step was ever enqueued.
-    const later = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = ANY($1)`, [['pipeline:fatal:c', 'pipeline:fatal:d']]);
+    const later = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = ANY($1)`, [['pipeline:fatal:c', 'pipeline:fatal:d']]);
     expect(later.rows[0].n).toBe(0);
     // The failure follow-up, once, with the reason.
-    const follow = await t.sql.query(`SELECT payload FROM ${q()}.jobs WHERE kind = 'fatal-alert'`);
+    const follow = await t.sql.query(`SELECT payload FROM ${q()}.jobs_all WHERE kind = 'fatal-alert'`);
     expect(follow.rows).toEqual([{ payload: { key: 'day-1', reason: 'step "b" failed: the ledger does not balance' } }]);
   });
 
@@ -73,7 +73,7 @@ describe('a fatal failure', () => {
     expect(steps.slow!.state).toBe('succeeded');
     expect(steps.slow!.output).toEqual({ kept: true });
     expect(steps.after!.state).toBe('cancelled');
-    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = 'pipeline:drain:after'`)).rows[0].n).toBe(0);
+    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'pipeline:drain:after'`)).rows[0].n).toBe(0);
   });
 });
 
@@ -234,7 +234,7 @@ describe('follow-ups', () => {
     await ns.pipelines.start(p, 'd1');
     await drain(ns, { kinds: ['pipeline:follow:settle'] });
     const rows = await t.sql.query(
-      `SELECT j.payload, j.created_at = r.finished_at AS same_tx FROM ${q()}.jobs j, ${q()}.pipeline_runs r WHERE j.kind = 'pot-sync' AND r.pipeline = 'follow'`,
+      `SELECT j.payload, j.created_at = r.finished_at AS same_tx FROM ${q()}.jobs_all j, ${q()}.pipeline_runs r WHERE j.kind = 'pot-sync' AND r.pipeline = 'follow'`,
     );
     expect(rows.rows).toEqual([{ payload: { day: 'd1', total: 42 }, same_tx: true }]);
     const run = await ns.pipelines.getRun('follow', 'd1');

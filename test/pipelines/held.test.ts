@@ -29,7 +29,7 @@ describe('a run whose graph names a step the deployed code no longer has', () =>
     expect(held.reason).toMatch(/step "notify" is in run \d+'s graph but no deployed code has it \(kind pipeline:deploy:notify\)/);
     expect(held.stepList.map((s) => [s.name, s.state])).toEqual([['settle', 'succeeded'], ['notify', 'blocked']]);
     expect(events.filter((e) => e.type === 'pipeline.held')).toMatchObject([{ pipeline: 'deploy', runId: run.id }]);
-    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = 'pipeline:deploy:notify'`)).rows[0].n).toBe(0);
+    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'pipeline:deploy:notify'`)).rows[0].n).toBe(0);
     // The step is back in the deployed code: a rerun finishes the run.
     await old.pipelines.rerun(v1, 'k1');
     await drain(old);
@@ -55,7 +55,7 @@ describe('a run whose graph names a step the deployed code no longer has', () =>
     const held = await deployed.pipelines.getRun('deploy', 'k3');
     expect(held.state).toBe('held');
     expect(held.stepList.find((s) => s.name === 'notify')!.state).toBe('blocked');
-    const jobs = await t.sql.query(`SELECT state::text FROM ${q()}.jobs WHERE kind = 'pipeline:deploy:notify' AND payload->>'run' = $1`, [run.id]);
+    const jobs = await t.sql.query(`SELECT state::text FROM ${q()}.jobs_all WHERE kind = 'pipeline:deploy:notify' AND payload->>'run' = $1`, [run.id]);
     expect(jobs.rows.map((r) => r.state)).toEqual(['cancelled']);
     await old.pipelines.rerun(v1, 'k3');
     await drain(old);
@@ -78,7 +78,7 @@ describe('a step whose job ended without recording it', () => {
     await t.sql.query(`UPDATE ${q()}.jobs SET lease_expires_at = now() - interval '1 second' WHERE kind = 'pipeline:lost:only'`);
     const ops = t.client({ pipelines: [p] });
     await ops.runMaintenance();
-    expect((await t.sql.query(`SELECT state::text FROM ${q()}.jobs WHERE kind = 'pipeline:lost:only'`)).rows[0].state).toBe('discarded');
+    expect((await t.sql.query(`SELECT state::text FROM ${q()}.jobs_all WHERE kind = 'pipeline:lost:only'`)).rows[0].state).toBe('discarded');
     expect(await ops.pipelines.sweep()).toMatchObject({ reconciled: 1 });
     const run = await ops.pipelines.getRun('lost', 'k');
     expect(run.state).toBe('failed');

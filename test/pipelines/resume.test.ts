@@ -72,7 +72,7 @@ describe('rerun', () => {
     await ns.pipelines.rerun(p, 'k');
     await drain(ns, { kinds: ['pipeline:failtwice:a'] });
     expect((await ns.pipelines.getRun('failtwice', 'k')).state).toBe('failed');
-    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = 'page-ops'`)).rows[0].n).toBe(1);
+    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'page-ops'`)).rows[0].n).toBe(1);
   });
 });
 
@@ -118,7 +118,7 @@ describe('restart --from', () => {
     expect(readFileSync(join(root, old.location), 'utf8')).toContain('v1');
     expect((await ns.pipelines.verify(p, 'day')).ok).toBe(true);
     // A new generation is a new end: its success follow-up is enqueued once more.
-    const follow = await t.sql.query(`SELECT payload FROM ${q()}.jobs WHERE kind = 'restart-done' ORDER BY id`);
+    const follow = await t.sql.query(`SELECT payload FROM ${q()}.jobs_all WHERE kind = 'restart-done' ORDER BY id`);
     expect(follow.rows.map((x) => x.payload)).toEqual([{ g: 1 }, { g: 2 }]);
     expect(existsSync(join(root, 'restart', 'day', '.attempts'))).toBe(false);
   });
@@ -162,9 +162,9 @@ describe('cancel', () => {
     const run = await ns.pipelines.getRun('cancel', 'k');
     expect(run.reason).toMatch(/cancelled by .*: wrong day/);
     expect(run.stepList.map((s) => s.state)).toEqual(['succeeded', 'cancelled', 'cancelled']);
-    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = 'pipeline:cancel:after'`)).rows[0].n).toBe(0);
+    expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'pipeline:cancel:after'`)).rows[0].n).toBe(0);
     // The fan-out's own job (it created the items) had completed; the items' jobs were cancelled.
-    const jobs = await t.sql.query(`SELECT state::text FROM ${q()}.jobs WHERE kind = 'pipeline:cancel:slow' ORDER BY id`);
+    const jobs = await t.sql.query(`SELECT state::text FROM ${q()}.jobs_all WHERE kind = 'pipeline:cancel:slow' ORDER BY id`);
     expect(jobs.rows.map((r) => r.state)).toEqual(['completed', 'cancelled', 'cancelled']);
     hang = false;
     await ns.pipelines.rerun(p, 'k');

@@ -57,7 +57,7 @@ describeWithPgBouncer('the CLI through PgBouncer in transaction mode', () => {
     try {
       await proc.waitForLine('started');
       await waitFor('the worker to complete every job', async () => {
-        const { rows } = await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE id = ANY($1::bigint[]) AND state = 'completed'`, [ids]);
+        const { rows } = await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE id = ANY($1::bigint[]) AND state = 'completed'`, [ids]);
         return rows[0].n === ids.length;
       });
       await proc.waitForLine('"event":"listener.unproven"');
@@ -66,7 +66,7 @@ describeWithPgBouncer('the CLI through PgBouncer in transaction mode', () => {
       expect(ready).toMatchObject({ ready: true, wakeups: 'polling' });
       // Enqueued while it runs: found by polling.
       const late = (await json(['enqueue', 'send-email', '--payload', '{"to":"late@example.com"}'])).id;
-      await waitFor('the late job to complete', async () => (await t.sql.query(`SELECT state FROM "${t.schema}".jobs WHERE id = $1`, [late])).rows[0].state === 'completed');
+      await waitFor('the late job to complete', async () => (await t.sql.query(`SELECT state FROM "${t.schema}".jobs_all WHERE id = $1`, [late])).rows[0].state === 'completed');
       expect(proc.output()).not.toContain('"event":"worker.error"');
       proc.kill('SIGTERM');
       expect((await proc.exited).code).toBe(0);

@@ -17,7 +17,7 @@ const payload = z.object({ n: z.number() });
 describeWithPgBouncer('through PgBouncer in transaction mode, with default options', () => {
   const b = usePgBouncer(() => t.url);
   const client = (options: Parameters<typeof t.client>[0] = {}) => t.client({ databaseUrl: b.bouncer().url, ...options });
-  const count = async (kind: string) => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = $1`, [kind])).rows[0].n as number;
+  const count = async (kind: string) => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE kind = $1`, [kind])).rows[0].n as number;
 
   it('clients one after another enqueue single and batched jobs', async () => {
     const job = defineJob({ kind: 'single-and-batch', payload, run: async () => undefined });
@@ -54,7 +54,7 @@ describeWithPgBouncer('through PgBouncer in transaction mode, with default optio
     } finally {
       await app.end();
     }
-    const payloads = (await t.sql.query(`SELECT (payload->>'n')::int AS n FROM "${t.schema}".jobs WHERE kind = 'outbox' ORDER BY id`)).rows.map((r) => r.n);
+    const payloads = (await t.sql.query(`SELECT (payload->>'n')::int AS n FROM "${t.schema}".jobs_all WHERE kind = 'outbox' ORDER BY id`)).rows.map((r) => r.n);
     expect(payloads).toEqual([0, 1, 1, 1, 3, 3, 3]);
     const orders = (await t.sql.query(`SELECT id FROM "${t.schema}".orders ORDER BY id`)).rows.map((r) => r.id);
     expect(orders).toEqual([1, 3]);
@@ -77,7 +77,7 @@ describeWithPgBouncer('through PgBouncer in transaction mode, with default optio
       if (e.type === 'worker.error') errors.push(`${e.where}: ${e.error}`);
     });
     await worker.start();
-    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind LIKE 'drain-%' AND state = 'completed'`)).rows[0].n === 60);
+    await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE kind LIKE 'drain-%' AND state = 'completed'`)).rows[0].n === 60);
     expect(ran.size).toBe(60);
     expect([...ran.values()].every((times) => times === 1)).toBe(true);
     expect(errors).toEqual([]);

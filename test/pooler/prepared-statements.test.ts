@@ -19,7 +19,7 @@ const job = defineJob({ kind: 'prepared', payload, run: async () => undefined })
 describeWithPgBouncer('named statements through a transaction-mode pooler', () => {
   const b = usePgBouncer(() => t.url, { poolSize: 1 });
   const client = (options: Parameters<typeof t.client>[0] = {}) => t.client({ databaseUrl: b.bouncer().url, jobs: [job], ...options });
-  const jobs = async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs`)).rows[0].n as number;
+  const jobs = async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all`)).rows[0].n as number;
 
   /** How many of nightshift's statement names the one server connection holds. */
   async function namedOnServer(): Promise<number> {
@@ -79,7 +79,7 @@ describeWithPgBouncer('named statements through a transaction-mode pooler', () =
         const many = await c.enqueueMany(job, [{ n: 2 }, { n: 3 }], { db: tx });
         await tx.query('COMMIT');
         const ids = [one.id, ...many.map((r) => r.id)];
-        expect((await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE id = ANY($1::bigint[])`, [ids])).rows[0].n).toBe(3);
+        expect((await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE id = ANY($1::bigint[])`, [ids])).rows[0].n).toBe(3);
       } finally {
         tx.release();
       }

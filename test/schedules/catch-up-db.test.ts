@@ -25,7 +25,7 @@ async function ticks(name: string) {
 /** The jobs a schedule's ticks enqueued. */
 async function jobsOf(schedule: string) {
   const { rows } = await t.sql.query<{ id: string; payload: Record<string, unknown> }>(
-    `SELECT j.id::text, j.payload FROM "${t.schema}".jobs j JOIN "${t.schema}".schedule_ticks k ON k.job_id = j.id
+    `SELECT j.id::text, j.payload FROM "${t.schema}".jobs_all j JOIN "${t.schema}".schedule_ticks k ON k.job_id = j.id
      WHERE k.schedule = $1 ORDER BY j.id`,
     [schedule],
   );

@@ -22,7 +22,7 @@ interface TickJob {
 async function ticksWithJobs(name: string): Promise<TickJob[]> {
   const { rows } = await t.sql.query<TickJob>(
     `SELECT k.tick_at, k.outcome, k.job_id::text, j.payload FROM "${t.schema}".schedule_ticks k
-     LEFT JOIN "${t.schema}".jobs j ON j.id = k.job_id WHERE k.schedule = $1 ORDER BY k.tick_at`,
+     LEFT JOIN "${t.schema}".jobs_all j ON j.id = k.job_id WHERE k.schedule = $1 ORDER BY k.tick_at`,
     [name],
   );
   return rows;

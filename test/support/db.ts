@@ -33,7 +33,7 @@ export function useTestDatabase(prefix = 't') {
     sql: admin,
     /** How many jobs this file's schema holds (of `kind`, when given): "nothing was written" checks. */
     async jobCount(kind?: string): Promise<number> {
-      const { rows } = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".jobs WHERE $1::text IS NULL OR kind = $1`, [kind ?? null]);
+      const { rows } = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".jobs_all WHERE $1::text IS NULL OR kind = $1`, [kind ?? null]);
       return rows[0]!.n;
     },
     /** A client on this file's schema; stopped after the test. */

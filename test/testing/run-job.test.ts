@@ -65,7 +65,7 @@ describe('runJob', () => {
       payload: z.object({}),
       run: async (_p, ctx) => {
         // Longer than the 1 s lease: only the renewals keep it.
-        const expiry = async () => (await sql(`SELECT lease_expires_at FROM "${t.schema}".jobs WHERE id = $1`, [ctx.jobId]))[0]!.lease_expires_at as Date;
+        const expiry = async () => (await sql(`SELECT lease_expires_at FROM "${t.schema}".jobs_all WHERE id = $1`, [ctx.jobId]))[0]!.lease_expires_at as Date;
         const first = await expiry();
         await waitFor('a heartbeat to extend the lease', async () => (await expiry()).getTime() > first.getTime(), { everyMs: 50 });
         // An operator takes the job away: the next heartbeat says so and the signal aborts.

@@ -41,7 +41,7 @@ async function setup(n: number, options: { maxBatch?: number; retryForMs?: numbe
 }
 
 async function row(job: ClaimedRow): Promise<{ state: string; started: boolean }> {
-  const { rows } = await t.sql.query(`SELECT state::text, started_at IS NOT NULL AS started FROM "${t.schema}".jobs WHERE id = $1`, [job.id]);
+  const { rows } = await t.sql.query(`SELECT state::text, started_at IS NOT NULL AS started FROM "${t.schema}".jobs_all WHERE id = $1`, [job.id]);
   return rows[0] as { state: string; started: boolean };
 }
 

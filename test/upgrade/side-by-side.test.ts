@@ -163,7 +163,7 @@ describe.runIf(runnable)(`a rolling upgrade across ${newest}: old and new worker
     await newWorker.waitForLine('ready');
     const mixed = idsOf(newWorker);
     await waitFor('every job to complete', async () => {
-      const { rows } = await t.sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${t.schema}".jobs WHERE kind = 'upgrade-job' AND state <> 'completed'`);
+      const { rows } = await t.sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE kind = 'upgrade-job' AND state <> 'completed'`);
       return rows[0]!.n === 0;
     });
     const { rows: runs } = await t.sql.query<{ job_id: string; n: number }>(`SELECT job_id::text, count(*)::int AS n FROM "${t.schema}".upgrade_runs GROUP BY job_id HAVING count(*) > 1`);

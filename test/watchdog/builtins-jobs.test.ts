@@ -20,7 +20,7 @@ describe('built-in checks about jobs', () => {
     const slowpoke = defineJob({ kind: 'slowpoke', queue: 'lagging', payload: z.object({}), run: async () => {} });
     const wd = watchdog({ queueLag: { warningMs: 1_000, criticalMs: 3_600_000 } }, [slowpoke]);
     const { id } = await wd.enqueue(slowpoke, {});
-    await waitFor('the job to be due for over a second (database clock)', async () => (await t.sql.query(`SELECT now() - run_at > interval '1 second' AS late FROM ${q()}.jobs WHERE id = $1`, [id])).rows[0].late);
+    await waitFor('the job to be due for over a second (database clock)', async () => (await t.sql.query(`SELECT now() - run_at > interval '1 second' AS late FROM ${q()}.jobs_all WHERE id = $1`, [id])).rows[0].late);
     const bad = await wd.runCheck('nightshift.queue-lag');
     expect(subject(bad, 'lagging')).toMatchObject({ status: 'warning', message: expect.stringContaining('queue "lagging": the oldest due job has waited') });
     expect(subject(bad, 'lagging')!.message).toContain('nightshift workers');
@@ -59,7 +59,7 @@ describe('built-in checks about jobs', () => {
     await member.waitForLine(`running ${id}`);
     member.kill('SIGKILL');
     await member.exited;
-    await waitFor('the lease to expire (database clock)', async () => (await t.sql.query(`SELECT lease_expires_at < now() AS gone FROM ${q()}.jobs WHERE id = $1`, [id])).rows[0].gone);
+    await waitFor('the lease to expire (database clock)', async () => (await t.sql.query(`SELECT lease_expires_at < now() AS gone FROM ${q()}.jobs_all WHERE id = $1`, [id])).rows[0].gone);
     const bad = await wd.runCheck('nightshift.expired-leases');
     expect(bad.results).toMatchObject([{ subject: '', status: 'critical', details: { count: 1, ids: [id] } }]);
     expect(bad.results[0]!.message).toContain('is any process running maintenance');

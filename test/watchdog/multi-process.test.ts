@@ -44,7 +44,7 @@ describe('a check on three worker processes', () => {
       // One of the three dies while the alert is open; the other two carry on. It is killed once
       // the delivery is recorded: killed between the receiver's answer and the job's completion,
       // it would be delivered again with the same id (at least once, docs/watchdog.md).
-      await waitFor('the delivery recorded', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = 'nightshift.notify' AND state <> 'completed'`)).rows[0].n === 0);
+      await waitFor('the delivery recorded', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' AND state <> 'completed'`)).rows[0].n === 0);
       procs[0]!.kill('SIGKILL');
       await procs[0]!.exited;
       await after('while warning', 8);

@@ -82,7 +82,7 @@ describe('notifiers deliver to receivers on loopback', () => {
     state.status = 'ok';
     await ns.runCheck('outage');
     // Every notification has failed at least twice against the closed port before it comes back.
-    const attempts = async () => (await t.sql.query(`SELECT attempt, state::text, errors FROM ${q()}.jobs WHERE kind = 'nightshift.notify' AND payload->'notification'->'alert'->>'check' = 'outage'`)).rows as { attempt: number; state: string; errors: { message: string }[] }[];
+    const attempts = async () => (await t.sql.query(`SELECT attempt, state::text, errors FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' AND payload->'notification'->'alert'->>'check' = 'outage'`)).rows as { attempt: number; state: string; errors: { message: string }[] }[];
     await waitFor('three notifications, each retried', async () => {
       const rows = await attempts();
       return rows.length === 3 && rows.every((r) => r.attempt >= 2 && r.state === 'available');
@@ -124,7 +124,7 @@ describe('notifiers deliver to receivers on loopback', () => {
     expect(sent.chat_id).toBe(-100123);
     expect(sent.text.split('\n')[0]).toBe('[CRITICAL] telegrammed: opened');
     expect(sent.text).toContain('the flag is critical');
-    const job = async () => (await t.sql.query(`SELECT state::text, attempt, errors FROM ${q()}.jobs WHERE kind = 'nightshift.notify' AND payload->'notification'->'alert'->>'check' = 'telegrammed'`)).rows[0] as { state: string; attempt: number; errors: { message: string }[] };
+    const job = async () => (await t.sql.query(`SELECT state::text, attempt, errors FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' AND payload->'notification'->'alert'->>'check' = 'telegrammed'`)).rows[0] as { state: string; attempt: number; errors: { message: string }[] };
     await waitFor('the job to complete', async () => (await job()).state === 'completed');
     const done = await job();
     expect(done.attempt).toBe(2);
@@ -160,7 +160,7 @@ describe('notifiers deliver to receivers on loopback', () => {
     await ns.start();
     state.status = 'critical';
     await ns.runCheck('mail-denied');
-    const job = async () => (await t.sql.query(`SELECT attempt, errors FROM ${q()}.jobs WHERE kind = 'nightshift.notify' AND payload->'notification'->'alert'->>'check' = 'mail-denied'`)).rows[0] as { attempt: number; errors: { message: string; code?: string }[] } | undefined;
+    const job = async () => (await t.sql.query(`SELECT attempt, errors FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' AND payload->'notification'->'alert'->>'check' = 'mail-denied'`)).rows[0] as { attempt: number; errors: { message: string; code?: string }[] } | undefined;
     await waitFor('two failed attempts', async () => ((await job())?.errors?.length ?? 0) >= 2);
     const j = (await job())!;
     expect(j.errors[0]!.message).toMatch(/^notifier "email": email "email" via 127\.0\.0\.1:\d+ failed \(EAUTH, SMTP 535\)/);

@@ -3,7 +3,9 @@ import { existsSync, watch, type FSWatcher } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { CONFIG_FILES } from '../../config/load-config.js';
+import { createDashboard, serveDashboard } from '../../dashboard/index.js';
 import { localImports } from '../../dev/local-imports.js';
+import { PortUnavailableError } from '../../errors.js';
 import { openProjectPostgres, type ProjectPostgres } from '../../dev/project-postgres.js';
 import { parseRoles } from '../../roles/role-plan.js';
 import type { Nightshift } from '../../index.js';
@@ -13,9 +15,8 @@ import { EXIT, UsageError } from '../exit-codes.js';
 import { intFlag } from '../parse.js';
 
 /**
- * A part of the dev fleet served beside the workers. The dashboard joins here once it exists —
- * on 127.0.0.1 only, like everything dev starts: `{ name: 'dashboard', start: (ns) =>
- * serveDashboard(ns, { host: '127.0.0.1' }) }`. Parts start after the client and stop before it.
+ * A part of the dev fleet served beside the workers, on 127.0.0.1 only like everything dev starts.
+ * Parts start after the client and stop before it.
  */
 export interface DevPart {
   readonly name: string;
@@ -23,8 +24,20 @@ export interface DevPart {
   start(ns: Nightshift): Promise<{ stop(): Promise<void>; line?: string }>;
 }
 
-/** The parts `nightshift dev` runs besides the workers. Empty until the dashboard lands. */
-export const DEV_PARTS: DevPart[] = [];
+/** The parts `nightshift dev` runs besides the workers: the dashboard, on 127.0.0.1:4000 (a free port when that one is taken). */
+export const DEV_PARTS: DevPart[] = [
+  {
+    name: 'dashboard',
+    start: async (ns) => {
+      const dashboard = createDashboard(ns, { logger: ns.logger });
+      const server = await serveDashboard(dashboard, { port: 4_000, host: '127.0.0.1' }).catch((err: unknown) => {
+        if (!(err instanceof PortUnavailableError)) throw err;
+        return serveDashboard(dashboard, { port: 0, host: '127.0.0.1' });
+      });
+      return { stop: () => server.close(), line: server.url };
+    },
+  },
+];
 
 interface DevOptions {
   roles?: string;
@@ -99,7 +112,6 @@ async function runApp(run: CliRun, g: GlobalOptions, opts: DevOptions): Promise<
       `dev: ${generation > 1 ? 'restarted' : 'started'} (#${generation}): roles ${plan.roles.join(',')}; queues ${ns.workedQueues.join(',') || '(none)'}; ` +
         `schedules ${plan.schedules.join(',') || '(none)'}; daemons ${plan.daemons.join(',') || '(none)'}`,
     );
-    if (DEV_PARTS.length === 0) logger.info('dev: dashboard: not available yet (it will be served on 127.0.0.1 here)');
   } catch (err) {
     // Asked to stop while starting (a restart during start-up): the stop is the outcome, not the error.
     if (stopping) return stopped;

@@ -40,8 +40,8 @@ export async function checkAtLeastOnce(r: Recorder, kind: string, jobIds?: reado
   const ids = jobIds ? [...jobIds] : null;
   const { rows: jobs } = await r.sql.query<{ id: string; state: string; runs: number; final: string | null; newest: string | null; attempt: number }>(
     `SELECT j.id::text, j.state::text, j.attempt, j.lease_token::text AS final, count(e.id)::int AS runs, max(e.token)::text AS newest
-     FROM ${q}.jobs j LEFT JOIN ${q}.effects e ON e.job_id = j.id
-     WHERE j.kind = $1 AND ($2::bigint[] IS NULL OR j.id = ANY($2::bigint[])) GROUP BY j.id`,
+     FROM ${q}.jobs_all j LEFT JOIN ${q}.effects e ON e.job_id = j.id
+     WHERE j.kind = $1 AND ($2::bigint[] IS NULL OR j.id = ANY($2::bigint[])) GROUP BY j.id, j.state, j.attempt, j.lease_token`,
     [kind, ids],
   );
   const lost = jobs.filter((j) => j.state !== 'completed' || j.runs === 0);
@@ -58,7 +58,7 @@ export async function checkAtLeastOnce(r: Recorder, kind: string, jobIds?: reado
             (extract(epoch FROM coalesce(back.at, e.next_at) - f.started_at) * 1000)::float8 AS recovery_ms,
             (extract(epoch FROM e.next_at - f.started_at) * 1000)::float8 AS wait_ms
      FROM e
-     JOIN ${q}.jobs j ON j.id = e.job_id
+     JOIN ${q}.jobs_all j ON j.id = e.job_id
      LEFT JOIN LATERAL (${explaining(q, 'e.at', 'e.next_at', 'e.pid')}) f ON true
      LEFT JOIN LATERAL (
        SELECT min((x->>'at')::timestamptz) AS at FROM jsonb_array_elements(coalesce(j.errors, '[]'::jsonb)) x
@@ -111,7 +111,7 @@ export async function checkAtMostOnce(r: Recorder, kind: string): Promise<Delive
        SELECT j.id, j.state, j.reason, j.started_at, j.finished_at,
               coalesce(substring(j.reason FROM ':(\\d+) stopped while it ran'), substring(j.reason FROM 'shutdown of .*:(\\d+)$'))::int AS owner_pid,
               (SELECT count(*)::int FROM ${q}.effects e WHERE e.job_id = j.id) AS runs
-       FROM ${q}.jobs j WHERE j.kind = $1
+       FROM ${q}.jobs_all j WHERE j.kind = $1
      )
      SELECT j.id::text, j.state::text, j.runs, j.reason, f.kind AS fault_kind,
             (extract(epoch FROM j.finished_at - f.started_at) * 1000)::float8 AS recovery_ms

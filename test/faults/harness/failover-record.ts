@@ -64,7 +64,7 @@ export interface FailoverLosses {
 /** Counts what was lost or doubled, given the fleet's record and the promoted server's tables. */
 export async function failoverLosses(sql: pg.Pool, schema: string, rec: FleetRecord, failoverEndedAt: number, killAt: number): Promise<FailoverLosses> {
   const q = `"${schema}"`;
-  const { rows: jobs } = await sql.query<{ id: string; kind: string; state: string }>(`SELECT id::text, kind, state::text FROM ${q}.jobs`);
+  const { rows: jobs } = await sql.query<{ id: string; kind: string; state: string }>(`SELECT id::text, kind, state::text FROM ${q}.jobs_all`);
   const byJob = new Map<string, RunLine[]>();
   for (const r of rec.runs) byJob.set(r.jobId, [...(byJob.get(r.jobId) ?? []), r]);
   const runsOf = (id: string) => (byJob.get(id) ?? []).sort((a, b) => a.at - b.at);

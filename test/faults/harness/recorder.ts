@@ -91,7 +91,7 @@ export class Recorder {
   /** Jobs of `kind` by state. */
   async states(kind: string): Promise<Record<string, number>> {
     const { rows } = await this.sql.query<{ state: string; n: number }>(
-      `SELECT state::text, count(*)::int AS n FROM ${this.q}.jobs WHERE kind = $1 GROUP BY state`,
+      `SELECT state::text, count(*)::int AS n FROM ${this.q}.jobs_all WHERE kind = $1 GROUP BY state`,
       [kind],
     );
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
@@ -100,7 +100,7 @@ export class Recorder {
   /** Jobs of `kind` still waiting or running (a retry waiting for its back-off counts). */
   async unfinished(kind: string): Promise<number> {
     const { rows } = await this.sql.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM ${this.q}.jobs WHERE kind = $1 AND state IN ('available', 'running')`,
+      `SELECT count(*)::int AS n FROM ${this.q}.jobs_all WHERE kind = $1 AND state IN ('available', 'running')`,
       [kind],
     );
     return rows[0]!.n;

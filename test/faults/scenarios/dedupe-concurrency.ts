@@ -96,7 +96,7 @@ async function run(ctx: ScenarioContext, p: DedupeParams): Promise<ScenarioResul
   await ctx.recorder.writeFaults(injector.seal());
 
   const { rows: jobs } = await ctx.admin.query<{ id: string; key: string; n: number; state: string }>(
-    `SELECT id::text, dedupe_key AS key, (payload->>'n')::int AS n, state::text FROM ${q}.jobs WHERE kind = 'effect'`,
+    `SELECT id::text, dedupe_key AS key, (payload->>'n')::int AS n, state::text FROM ${q}.jobs_all WHERE kind = 'effect'`,
   );
   const keys = [...new Set([...committed, ...rolledBack].map((a) => a.key))].sort();
   const missing: string[] = [];

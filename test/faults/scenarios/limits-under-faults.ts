@@ -120,7 +120,7 @@ async function run(ctx: ScenarioContext, p: LimitFaultParams): Promise<ScenarioR
 
   const runs = await limitRuns(ctx.admin, ctx.schema);
   const of = (kind: string) => runs.filter((r) => r.kind === kind);
-  const { rows: states } = await ctx.admin.query<{ kind: string; state: string; n: number }>(`SELECT kind, state::text, count(*)::int AS n FROM "${ctx.schema}".jobs WHERE kind = ANY($1) GROUP BY 1, 2`, [
+  const { rows: states } = await ctx.admin.query<{ kind: string; state: string; n: number }>(`SELECT kind, state::text, count(*)::int AS n FROM "${ctx.schema}".jobs_all WHERE kind = ANY($1) GROUP BY 1, 2`, [
     KINDS,
   ]);
   const total = p.jobs.global + p.jobs.perKey + p.jobs.rate;

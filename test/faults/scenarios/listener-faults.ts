@@ -30,7 +30,7 @@ async function run(ctx: ScenarioContext, p: ListenerParams): Promise<ScenarioRes
     const { rows } = await ctx.admin.query<{ id: string }>(`SELECT ${q}.enqueue('effect', jsonb_build_object('n', $1::int), queue => $2)::text AS id`, [n, queue]);
     return rows[0]!.id;
   };
-  const completed = (id: string) => async () => (await ctx.admin.query(`SELECT state FROM ${q}.jobs WHERE id = $1`, [id])).rows[0]?.state === 'completed';
+  const completed = (id: string) => async () => (await ctx.admin.query(`SELECT state FROM ${q}.jobs_all WHERE id = $1`, [id])).rows[0]?.state === 'completed';
   const reconnectMs: Record<'kill' | 'cut', number[]> = { kill: [], cut: [] };
   const startedWhileDown: string[] = [];
   const wokenAfter: string[] = [];
@@ -81,7 +81,7 @@ async function run(ctx: ScenarioContext, p: ListenerParams): Promise<ScenarioRes
   await ctx.recorder.writeFaults(injector.seal());
   const report = await checkAtLeastOnce(ctx.recorder, 'effect');
   const { rows: waits } = await ctx.admin.query<{ queue: string; ms: number }>(
-    `SELECT queue, max(extract(epoch FROM started_at - created_at) * 1000)::float8 AS ms FROM ${q}.jobs WHERE kind = 'effect' GROUP BY queue ORDER BY queue`,
+    `SELECT queue, max(extract(epoch FROM started_at - created_at) * 1000)::float8 AS ms FROM ${q}.jobs_all WHERE kind = 'effect' GROUP BY queue ORDER BY queue`,
   );
   const all = [...reconnectMs.kill, ...reconnectMs.cut];
   return {

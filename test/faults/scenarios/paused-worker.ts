@@ -63,7 +63,7 @@ async function run(ctx: ScenarioContext, p: PausedWorkerParams): Promise<Scenari
         const { rows } = await ctx.admin.query<{ id: string; state: string; lease_expires_at: Date | null; pid: number | null }>(
           `SELECT j.id::text, j.state::text, j.lease_expires_at,
                   (SELECT e.pid FROM ${q}.effects e WHERE e.job_id = j.id AND e.token = j.lease_token) AS pid
-           FROM ${q}.jobs j WHERE j.id = ANY($1::bigint[])`,
+           FROM ${q}.jobs_all j WHERE j.id = ANY($1::bigint[])`,
           [ids],
         );
         for (const r of rows) if (r.pid === paused.proc.pid && r.lease_expires_at) leaseEnds.set(r.id, Math.max(leaseEnds.get(r.id) ?? 0, r.lease_expires_at.getTime()));
@@ -74,7 +74,7 @@ async function run(ctx: ScenarioContext, p: PausedWorkerParams): Promise<Scenari
     recoveries.push(Date.now() - stoppedAt);
     // Rescue went by the database's clock: no job was taken back before its lease ran out there.
     const { rows: rescues } = await ctx.admin.query<{ id: string; at: string }>(
-      `SELECT j.id::text, e->>'at' AS at FROM ${q}.jobs j, jsonb_array_elements(j.errors) e
+      `SELECT j.id::text, e->>'at' AS at FROM ${q}.jobs_all j, jsonb_array_elements(j.errors) e
        WHERE j.id = ANY($1::bigint[]) AND e->>'kind' = 'lease-expired'`,
       [ids],
     );
@@ -99,7 +99,7 @@ async function run(ctx: ScenarioContext, p: PausedWorkerParams): Promise<Scenari
   // Each refusal names the paused run's token, older than the job's final one, and the final state is the rescuer's.
   const { rows: wrong } = await ctx.admin.query(
     `SELECT r.job_id::text, r.token::text, j.lease_token::text AS final, j.state::text
-     FROM ${q}.refusals r JOIN ${q}.jobs j ON j.id = r.job_id
+     FROM ${q}.refusals r JOIN ${q}.jobs_all j ON j.id = r.job_id
      WHERE r.operation <> 'complete' OR r.token >= j.lease_token OR j.state <> 'completed'
         OR NOT EXISTS (SELECT 1 FROM ${q}.effects e WHERE e.job_id = r.job_id AND e.token = r.token AND e.pid = r.pid)`,
   );

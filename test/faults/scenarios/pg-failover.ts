@@ -101,7 +101,7 @@ async function runMode(ctx: ScenarioContext, p: PgFailoverParams, mode: Replicat
     const q = `"${ctx.schema}"`;
     await waitFor(
       `${Math.round(p.failAtFraction * 100)} % of the jobs started`,
-      async () => (await onPrimary.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${q}.jobs WHERE started_at IS NOT NULL AND kind <> 'tick-effect'`)).rows[0]!.n >= p.failAtFraction * 2 * p.jobs,
+      async () => (await onPrimary.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${q}.jobs_all WHERE started_at IS NOT NULL AND kind <> 'tick-effect'`)).rows[0]!.n >= p.failAtFraction * 2 * p.jobs,
       { timeoutMs: 60_000, everyMs: 50 },
     );
     // The stream stops reaching the standby: the primary goes on committing (async) or its

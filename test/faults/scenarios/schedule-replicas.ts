@@ -84,7 +84,7 @@ async function run(ctx: ScenarioContext, p: ScheduleFaultParams): Promise<Scenar
     async () => {
       const { rows } = await ctx.admin.query<{ decided: boolean; pending: number }>(
         `SELECT (SELECT last_tick_at >= $1 FROM ${q}.schedules WHERE name = 'beat') AS decided,
-                (SELECT count(*)::int FROM ${q}.schedule_ticks k JOIN ${q}.jobs j ON j.id = k.job_id
+                (SELECT count(*)::int FROM ${q}.schedule_ticks k JOIN ${q}.jobs_all j ON j.id = k.job_id
                  WHERE k.schedule = 'beat' AND k.tick_at <= $1 AND j.state <> 'completed') AS pending`,
         [endAt],
       );
@@ -97,7 +97,7 @@ async function run(ctx: ScenarioContext, p: ScheduleFaultParams): Promise<Scenar
 
   const { rows: ticks } = await ctx.admin.query<{ tick_at: Date; outcome: string; job_id: string | null; at: string | null; late_ms: number }>(
     `SELECT k.tick_at, k.outcome, k.job_id::text, j.payload->>'at' AS at, (extract(epoch FROM k.created_at - k.tick_at) * 1000)::float8 AS late_ms
-     FROM ${q}.schedule_ticks k LEFT JOIN ${q}.jobs j ON j.id = k.job_id
+     FROM ${q}.schedule_ticks k LEFT JOIN ${q}.jobs_all j ON j.id = k.job_id
      WHERE k.schedule = 'beat' AND k.tick_at <= $1 ORDER BY k.tick_at`,
     [endAt],
   );
@@ -107,7 +107,7 @@ async function run(ctx: ScenarioContext, p: ScheduleFaultParams): Promise<Scenar
   const missing: string[] = [];
   for (let t = first; t <= endAt.getTime(); t += 1000) if (!seen.has(t)) missing.push(new Date(t).toISOString());
   const wrong = ticks.filter((t) => t.outcome !== 'enqueued' || t.job_id === null || t.at !== t.tick_at.toISOString());
-  const { rows: doubled } = await ctx.admin.query<{ at: string; n: number }>(`SELECT payload->>'at' AS at, count(*)::int AS n FROM ${q}.jobs WHERE kind = 'tick-effect' GROUP BY 1 HAVING count(*) > 1`);
+  const { rows: doubled } = await ctx.admin.query<{ at: string; n: number }>(`SELECT payload->>'at' AS at, count(*)::int AS n FROM ${q}.jobs_all WHERE kind = 'tick-effect' GROUP BY 1 HAVING count(*) > 1`);
   const jobIds = ticks.map((t) => t.job_id).filter((id): id is string => id !== null);
   const report = await checkAtLeastOnce(ctx.recorder, 'tick-effect', jobIds);
   const lateness = ticks.map((t) => t.late_ms);

@@ -49,7 +49,7 @@ async function run(ctx: ScenarioContext, p: ShutdownParams): Promise<ScenarioRes
     exits.push({ ms: exit.ms, code: exit.code });
     // Right after the exit: nothing may be left running under the dead process's lease.
     const { rows } = await ctx.admin.query<{ id: string; state: string; due: boolean; why: string | null }>(
-      `SELECT id::text, state::text, run_at <= now() AS due, errors->-1->>'kind' AS why FROM ${q}.jobs WHERE id = ANY($1::bigint[])`,
+      `SELECT id::text, state::text, run_at <= now() AS due, errors->-1->>'kind' AS why FROM ${q}.jobs_all WHERE id = ANY($1::bigint[])`,
       [ids],
     );
     for (const r of rows) {
