@@ -38,7 +38,7 @@ export async function startOperationsWorker(ctx: TourContext): Promise<TourSyste
       if (runNow.code !== 0) throw new Error(`jobs run-now exited ${runNow.code}: ${runNow.output.trim()}`);
       await waitFor('the pack-change push', () => expo.messages.some((m) => m.data.kind === 'pack-change'));
       // The run's pushes are enqueued in one transaction with the job's completion: wait for it, then count.
-      await waitFor('the pack-change job to complete', async () => (await ctx.sql.query(`SELECT state FROM ${q}jobs WHERE id = $1`, [ids[0]])).rows[0]?.state === 'completed');
+      await waitFor('the pack-change job to complete', async () => (await ctx.sql.query(`SELECT state FROM ${q}jobs_all WHERE id = $1`, [ids[0]])).rows[0]?.state === 'completed');
       const pushes = expo.messages.filter((m) => m.data.kind === 'pack-change');
       lines.push(`run now: ${pushes.length} push, to ${pushes.map((m) => m.to).join(', ')} (the partner of the last to change), notification_id ${pushes[0]?.data.notification_id}`);
       const ok = refused.startsWith('refused') && new Set(ids).size === 1 && jobs.length === 1 && jobs[0]!.later && pushes.length === 1 && pushes[0]!.to === 'tok-bob';
