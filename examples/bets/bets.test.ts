@@ -8,6 +8,7 @@ import { StreamClient } from '../../src/streams/stream-client.js';
 import { EventBus } from '../../src/telemetry/events.js';
 import { useTestDatabase } from '../../test/support/db.js';
 import { describeWithRedis, useRedisServer } from '../../test/support/redis.js';
+import { startScript } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait.js';
 import { betOf, createBackendRunner, createBetTables, placeBet, backendConsumer } from './backend.js';
 import { orderUpdates } from './contract.js';
@@ -54,13 +55,14 @@ describeWithRedis('seed 004: bets through two streams', () => {
     return { streams, backend, operators };
   }
 
-  function makeOperator(i: number, maxIntentAgeMs?: number): { runner: ConsumerRunner; events: EventBus } {
+  function makeOperator(i: number, maxIntentAgeMs?: number, claimIdleMs?: number): { runner: ConsumerRunner; events: EventBus } {
     const events = new EventBus();
     const runner = createOperator({
       redisUrl: redis.server().url,
       exchangeUrl,
       events,
       ...(maxIntentAgeMs ? { maxIntentAgeMs } : {}),
+      ...(claimIdleMs ? { claimIdleMs } : {}),
       leaderLease: (name) => new LeaseElector({ database, name, holder: `operator-${i}`, ttlMs: 2_000 }),
     });
     running.push(runner);
@@ -130,6 +132,39 @@ describeWithRedis('seed 004: bets through two streams', () => {
     await streams.publish(orderUpdates, { orderId, status: 'rejected', reason: 'escrow_failed: late' });
     await allHandled();
     expect(await betOf(db.sql, db.schema, orderId)).toEqual({ status: 'filled', reason: null });
+  });
+
+  it('an operator killed after escrow (SIGKILL, a real process) leaves the bet recorded as abandoned, and the next operator releases the escrow (settleEmpty)', async () => {
+    const { streams } = await startSystem({ operators: 0 });
+    const orderId = await placeBet(db.sql, db.schema, streams, { userId: 'alice', marketId: 'm1', side: 'buy', price: 0.5, size: 10 });
+    exchange.hangOrders.add(orderId);
+    const common = { REDIS_URL: redis.server().url, DATABASE_URL: db.url, SCHEMA: db.schema, EXCHANGE_URL: exchangeUrl, CLAIM_IDLE_MS: '300' };
+    const proc = startScript('examples/bets/operator-process.ts', common);
+    try {
+      await proc.waitForLine('ready');
+      await waitFor('the bet open, escrowed', async () => (await betOf(db.sql, db.schema, orderId)).status === 'open' && exchange.escrows.get(orderId) === 1);
+      proc.kill('SIGKILL');
+      await proc.exited;
+    } finally {
+      proc.kill('SIGKILL');
+    }
+    // Funds locked, the bet open: the diagnosis (what `nightshift streams` and the dashboard show) says so.
+    const consumers = [operatorConsumer({ exchangeUrl, claimIdleMs: 300 })];
+    const g = await waitFor('abandoned in the diagnosis', async () => {
+      const group = (await streams.diagnose({ consumers })).streams[0]!.groups[0]!;
+      return group.abandoned === 1 ? group : undefined;
+    });
+    expect(g.statuses).toContain('abandoned');
+    expect(await betOf(db.sql, db.schema, orderId)).toEqual({ status: 'open', reason: null });
+
+    exchange.hangOrders.clear();
+    const next = makeOperator(1, undefined, 300);
+    await next.runner.start();
+    expect(await waitFor('killed', terminal(db.sql, orderId))).toEqual({ status: 'killed', reason: 'operator_abandoned: escrow released (settleEmpty)' });
+    expect([...exchange.released]).toEqual([orderId]);
+    expect(exchange.escrows.get(orderId)).toBe(1);
+    const after = (await streams.diagnose({ consumers })).streams[0]!.groups[0]!;
+    expect(after).toMatchObject({ abandoned: 0, started: 0 });
   });
 
   it('diagnosis tells "operator not running" from "update consumer silent" (seed 004 symptom table)', async () => {

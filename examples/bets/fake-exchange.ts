@@ -10,6 +10,10 @@ export class FakeExchange {
   /** Escrow calls per order id (a second one would be a double escrow). */
   readonly escrows = new Map<string, number>();
   readonly settled = new Map<string, 'filled' | 'empty'>();
+  /** Orders whose escrow settleEmpty released. */
+  readonly released = new Set<string>();
+  /** Orders whose CLOB call never answers. */
+  readonly hangOrders = new Set<string>();
   private server: Server | undefined;
   private balances: Map<string, number>;
 
@@ -26,6 +30,7 @@ export class FakeExchange {
     this.server = createServer((req, res) => {
       void body(req).then((input) => {
         const [status, reply] = this.route(req.url ?? '', input);
+        if (status === 0) return; // never answered
         res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(reply));
       });
     });
@@ -35,6 +40,7 @@ export class FakeExchange {
   }
 
   async stop(): Promise<void> {
+    this.server?.closeAllConnections();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 
@@ -50,10 +56,18 @@ export class FakeExchange {
       this.balances.set(user, balance - amount);
       return [200, { ok: true }];
     }
-    if (url === '/clob/order') return [200, { filled: Number(input.size) <= this.liquidity }];
+    if (url === '/clob/order') {
+      // An order that never returns: the operator is stuck after escrow (killed there by a test).
+      if (this.hangOrders.has(orderId)) return [0, undefined];
+      return [200, { filled: Number(input.size) <= this.liquidity }];
+    }
     if (url === '/vault/settle') {
+      // Settling twice changes nothing (the real Vault reverts): the first settlement stands.
+      const before = this.settled.get(orderId);
+      if (before) return [200, { settled: before }];
       this.settled.set(orderId, input.filled ? 'filled' : 'empty');
-      return [200, { ok: true }];
+      if (!input.filled) this.released.add(orderId);
+      return [200, { settled: this.settled.get(orderId) }];
     }
     return [404, { error: 'not found' }];
   }

@@ -52,7 +52,7 @@ async function execute(exchangeUrl: string, intent: Intent, ctx: ConsumerContext
 }
 
 /** The operator's consumer. An intent older than `maxIntentAgeMs` (default 300 s) is rejected as `intent_expired`: the book has moved. */
-export function operatorConsumer(options: { exchangeUrl: string; maxIntentAgeMs?: number }) {
+export function operatorConsumer(options: { exchangeUrl: string; maxIntentAgeMs?: number; claimIdleMs?: number }) {
   return defineConsumer({
     stream: orderIntents,
     group: 'polymarket-operator',
@@ -61,6 +61,16 @@ export function operatorConsumer(options: { exchangeUrl: string; maxIntentAgeMs?
     maxAgeMs: options.maxIntentAgeMs ?? 300_000,
     handler: (intent, ctx) => execute(options.exchangeUrl, intent, ctx),
     onExpired: (intent, ctx) => ctx.publish(orderUpdates, { orderId: intent.orderId, status: 'rejected', reason: 'intent_expired' }),
+    // The operator died inside execute(): funds may be escrowed with no order settled. The seed's
+    // answer is settleEmpty (release the escrow), and the bet is reported with what the Vault
+    // settled — killed, or filled if the operator had settled the fill before dying. Idempotent:
+    // a second settlement changes nothing, and the status rule refuses a repeated update.
+    onAbandoned: async (intent, ctx) => {
+      const { settled } = await call(options.exchangeUrl, '/vault/settle', { orderId: intent.orderId, filled: false }, ctx.signal);
+      const status = settled === 'filled' ? 'filled' : 'killed';
+      await ctx.publish(orderUpdates, { orderId: intent.orderId, status, ...(status === 'killed' ? { reason: 'operator_abandoned: escrow released (settleEmpty)' } : {}) });
+    },
+    claimIdleMs: options.claimIdleMs ?? 60_000,
   });
 }
 
@@ -70,6 +80,8 @@ export function createOperator(options: {
   exchangeUrl: string;
   leaderLease: (name: string) => LeaderLease;
   maxIntentAgeMs?: number;
+  /** How long after the operator's last sign of life an unfinished intent is recovered (default 60 s). */
+  claimIdleMs?: number;
   events?: EventBus;
 }): ConsumerRunner {
   return new ConsumerRunner({

@@ -8,6 +8,7 @@ import { startScript, type Proc } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait.js';
 import { telegramReceiver, type Receiver } from '../../test/watchdog/receivers.js';
 import { drain, tick } from 'nightshift/testing';
+import { boTables as TABLES } from './tables.js';
 import type { NightshiftConfig } from 'nightshift';
 
 const t = useTestDatabase('bo');
@@ -23,21 +24,6 @@ let telegram: Receiver;
 const telegramEnv = () => ({ TELEGRAM_BOT_TOKEN: TOKEN, TELEGRAM_CHAT_ID: '-1001', TELEGRAM_API_URL: telegram.url });
 const env = (fast: boolean) => ({ DATABASE_URL: t.url, NS_SCHEMA: t.schema, BO_ARTIFACTS: ARTIFACTS, ...telegramEnv(), ...(fast ? { BO_FAST: '1' } : {}) });
 const q = () => `"${t.schema}"`;
-
-/** The example's own tables: what its jobs, daemon and settlement write. */
-const TABLES = (s: string) => `
-  CREATE TABLE ${s}.bo_runs (job_id bigint, kind text, payload jsonb, pid int, token bigint, at timestamptz DEFAULT clock_timestamp());
-  CREATE TABLE ${s}.bo_seed_rotations (token bigint, pid int, at timestamptz DEFAULT clock_timestamp());
-  CREATE TABLE ${s}.bo_refusals (token bigint, pid int, at timestamptz DEFAULT clock_timestamp());
-  CREATE TABLE ${s}.bo_settle_attempts (day_id text, pool int, attempt int, pid int, dry_run boolean, at timestamptz DEFAULT clock_timestamp());
-  CREATE TABLE ${s}.bo_payouts (day_id text, pool int, winners int, dry_run boolean, PRIMARY KEY (day_id, pool, dry_run));
-  CREATE TABLE ${s}.bo_faults (day_id text, pool int);
-  CREATE TABLE ${s}.bo_commits (day_id text PRIMARY KEY, bundle_sha256 text);
-  CREATE TABLE ${s}.bo_chain_stats (day_id text, key text, value text, PRIMARY KEY (day_id, key));
-  CREATE TABLE ${s}.bo_notifications (day_id text, pool int, PRIMARY KEY (day_id, pool));
-  CREATE TABLE ${s}.bo_global_stats (day_id text PRIMARY KEY, winners int);
-  CREATE TABLE ${s}.bo_alerts (day_id text, reason text);
-  CREATE TABLE ${s}.bo_buy_intents (id serial, status text NOT NULL, created_at timestamptz NOT NULL DEFAULT now());`;
 
 beforeAll(async () => {
   telegram = await telegramReceiver(TOKEN);

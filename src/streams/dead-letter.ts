@@ -10,10 +10,19 @@ import { PAYLOAD_FIELD, type StreamEntry } from './stream-entry.js';
  *   consumers died or lost their connection while handling it — a poison message that crashes);
  * - `invalid-payload`: no `payload` field, not JSON, or not matching the stream's schema;
  * - `expired`: older than `maxAgeMs` and the consumer has no `onExpired`;
- * - `abandoned`: at-most-once, read by a consumer that died before acking it; never handled;
+ * - `abandoned`: at-most-once, read by a consumer that died before its handler started (never
+ *   handled), or inside its handler (then `onAbandoned` ran first, when the consumer has one);
  * - `interrupted`: at-most-once, its handler was aborted by shutdown or loss of leadership.
  */
 export type DeadLetterReason = 'failed' | 'undeliverable' | 'invalid-payload' | 'expired' | 'abandoned' | 'interrupted';
+
+/**
+ * The Redis hash of an at-most-once group's entries whose handler has started and not finished
+ * (entry id → consumer): how a sweep tells "died before handling" from "died inside the handler".
+ */
+export function startedSetKey(def: { stream: { name: string }; group: string }): string {
+  return `${def.stream.name}:started:${def.group}`;
+}
 
 /** Field names of a dead-letter record (the original payload stays in `payload`). */
 export const DEAD_LETTER_FIELDS = ['payload', 'source-stream', 'source-id', 'group', 'consumer', 'deliveries', 'reason', 'error'] as const;
@@ -51,7 +60,7 @@ export async function deadLetter(
     'error',
     text,
   ];
-  const written = await DEAD_LETTER.run(scope.conn.redis, [def.stream.name, def.deadLetterStream], [def.group, entry.id, requireAck ? '1' : '0', ...fields]);
+  const written = await DEAD_LETTER.run(scope.conn.redis, [def.stream.name, def.deadLetterStream, startedSetKey(def)], [def.group, entry.id, requireAck ? '1' : '0', ...fields]);
   if (Number(written) !== 1) return false;
   scope.events.emit({
     type: 'stream.dead-lettered',

@@ -47,8 +47,9 @@ export interface ConsumerOptions<S extends PayloadSchema> {
   /**
    * `'at-least-once'` (default): XACK after the handler succeeds; entries pending longer than
    * `claimIdleMs` are taken over by a live consumer; a duplicate is possible, a loss is not (with AOF
-   * `appendfsync always`). `'at-most-once'`: XACK before the handler runs; an entry is never handled
-   * twice, and may be lost if the process dies while handling it.
+   * `appendfsync always`). `'at-most-once'`: an entry is never handled twice; one whose handler
+   * started and did not finish (the process died) is recorded as abandoned and passed to
+   * `onAbandoned` — never to `handler` again.
    */
   delivery?: Delivery;
   /** The handler. */
@@ -60,6 +61,13 @@ export interface ConsumerOptions<S extends PayloadSchema> {
   maxAgeMs?: number;
   /** Handles an entry older than `maxAgeMs`. Default: the entry is dead-lettered with reason `expired`. */
   onExpired?: ConsumerHandler<S>;
+  /**
+   * At-most-once: recovers an entry whose handler started on a process that died before it finished
+   * (seed 004: an escrow opened and never settled → `settleEmpty`). Called by a live consumer of
+   * the group after `claimIdleMs`, at least once until it returns (make it idempotent); then the
+   * entry is dead-lettered as `abandoned`. Default: dead-lettered as `abandoned` at once.
+   */
+  onAbandoned?: ConsumerHandler<S>;
   /** At-least-once: deliveries before an entry that keeps failing is moved to the dead-letter stream. 1 to 1000, default 10. */
   maxDeliveries?: number;
   /**
@@ -86,6 +94,7 @@ export interface ConsumerDefinition<S extends PayloadSchema = PayloadSchema> {
   readonly delivery: Delivery;
   readonly handler: ConsumerHandler<S>;
   readonly onExpired: ConsumerHandler<S> | undefined;
+  readonly onAbandoned: ConsumerHandler<S> | undefined;
   readonly maxAgeMs: number | undefined;
   readonly maxDeliveries: number;
   readonly claimIdleMs: number;
@@ -103,6 +112,7 @@ const KEYS = [
   'handler',
   'maxAgeMs',
   'onExpired',
+  'onAbandoned',
   'maxDeliveries',
   'claimIdleMs',
   'concurrency',
@@ -133,6 +143,10 @@ export function defineConsumer<S extends PayloadSchema>(options: ConsumerOptions
   if (typeof o.handler !== 'function') issues.push({ path: 'handler', message: 'must be a function (payload, ctx) => …' });
   if (o.onExpired !== undefined && typeof o.onExpired !== 'function') issues.push({ path: 'onExpired', message: 'must be a function (payload, ctx) => …' });
   if (o.onExpired !== undefined && o.maxAgeMs === undefined) issues.push({ path: 'onExpired', message: 'is only called for entries older than maxAgeMs; set maxAgeMs too' });
+  if (o.onAbandoned !== undefined && typeof o.onAbandoned !== 'function') issues.push({ path: 'onAbandoned', message: 'must be a function (payload, ctx) => …' });
+  if (o.onAbandoned !== undefined && o.delivery !== 'at-most-once') {
+    issues.push({ path: 'onAbandoned', message: 'applies to at-most-once consumers only: at-least-once entries of a dead consumer are handled again' });
+  }
   if (o.maxAgeMs !== undefined && !isInt(o.maxAgeMs, 1, Number.MAX_SAFE_INTEGER)) issues.push({ path: 'maxAgeMs', message: 'must be a positive integer number of milliseconds' });
   if (o.maxDeliveries !== undefined && !isInt(o.maxDeliveries, 1, 1000)) issues.push({ path: 'maxDeliveries', message: 'must be an integer from 1 to 1000' });
   if (o.maxDeliveries !== undefined && o.delivery === 'at-most-once') {
@@ -158,6 +172,7 @@ export function defineConsumer<S extends PayloadSchema>(options: ConsumerOptions
     delivery: options.delivery ?? 'at-least-once',
     handler: options.handler,
     onExpired: options.onExpired,
+    onAbandoned: options.onAbandoned,
     maxAgeMs: options.maxAgeMs,
     maxDeliveries: options.maxDeliveries ?? 10,
     claimIdleMs: options.claimIdleMs ?? 60_000,

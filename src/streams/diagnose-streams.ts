@@ -1,6 +1,7 @@
 import type { Delivery } from '../jobs/define-job.js';
 import type { ConsumerDefinition } from './define-consumer.js';
 import type { StreamDefinition } from './define-stream.js';
+import { startedSetKey } from './dead-letter.js';
 import { pairs } from './pending-entries.js';
 import { errorText, type RedisConnection } from './redis-connection.js';
 import { entryTimeMs } from './stream-entry.js';
@@ -19,13 +20,15 @@ export interface DiagnoseOptions {
  * The state of a group, worst first:
  * - `never-started`: a consumer is defined for it, but the group does not exist — nothing ever read the stream;
  * - `not-reading`: the group exists, but entries have waited unread for longer than `stalledAfterMs`;
+ * - `abandoned`: at-most-once entries whose handler started on a consumer that has shown no sign of
+ *   life for longer than `claimIdleMs` — half-done effects waiting for `onAbandoned` (or a human);
  * - `stuck-pending`: entries were delivered and not acked for longer than `claimIdleMs`;
- * - `ok`.
+ * - `ok`: none of the above.
  *
  * Whether a consumer is alive is judged by its effect (entries get read), not by its idle time:
  * before Redis 7.2 a consumer blocked on an empty stream is never "seen", however alive it is.
  */
-export type GroupStatus = 'never-started' | 'not-reading' | 'stuck-pending' | 'ok';
+export type GroupStatus = 'never-started' | 'not-reading' | 'abandoned' | 'stuck-pending' | 'ok';
 
 /** One consumer of a group, as Redis knows it. */
 export interface ConsumerDiagnosis {
@@ -57,8 +60,15 @@ export interface GroupDiagnosis {
   /** Age of the oldest entry not yet delivered to the group (null: none waits). */
   readonly oldestUnreadAgeMs: number | null;
   readonly lastDeliveredId: string | null;
+  /** At-most-once: entries whose handler is running (or was, on a process that died). */
+  readonly started: number;
+  /** At-most-once: of those, the ones idle longer than `claimIdleMs` — abandoned inside their handler, not yet recovered. */
+  readonly abandoned: number;
+  /** Every status that applies, worst first (`['ok']` when none does). */
+  readonly statuses: readonly GroupStatus[];
+  /** The worst of `statuses`. */
   readonly status: GroupStatus;
-  /** One line for humans, in the words of the symptom it explains. */
+  /** One line for humans per status, joined with "; ", in the words of the symptom it explains. */
   readonly statusText: string;
 }
 
@@ -155,6 +165,9 @@ function neverStarted(stream: string, group: string, def: ConsumerDefinition, le
     lag: null,
     oldestUnreadAgeMs: null,
     lastDeliveredId: null,
+    started: 0,
+    abandoned: 0,
+    statuses: ['never-started'],
     status: 'never-started',
     statusText: `consumer never started: group "${group}" does not exist on "${stream}"${length ? ` — ${length} entries wait and nothing reads them` : ''}`,
   };
@@ -196,24 +209,36 @@ async function diagnoseGroup(
   }
   const claimIdleMs = def?.claimIdleMs ?? 60_000;
 
-  let status: GroupStatus = 'ok';
-  let statusText: string;
+  const { started, abandoned } = def?.delivery === 'at-most-once' ? await abandonedEntries(conn, stream, group, def, claimIdleMs) : { started: 0, abandoned: 0 };
+
+  // Every status that applies, worst first: a silent reader must not hide entries stuck or abandoned.
+  const found: [GroupStatus, string][] = [];
   const lastRead = consumers.length ? Math.min(...consumers.map((c) => c.idleMs)) : undefined;
   if (oldestUnreadAgeMs !== null && oldestUnreadAgeMs > stalledAfterMs) {
-    status = 'not-reading';
-    statusText =
+    found.push([
+      'not-reading',
       `no consumer is reading: ${lag ?? 'some'} entries wait, the oldest for ${seconds(oldestUnreadAgeMs)}` +
-      (lastRead === undefined ? '; no consumer ever joined the group' : `; a consumer last received an entry ${seconds(lastRead)} ago`);
-  } else if (oldestPendingIdleMs !== null && oldestPendingIdleMs > claimIdleMs) {
-    status = 'stuck-pending';
+        (lastRead === undefined ? '; no consumer ever joined the group' : `; a consumer last received an entry ${seconds(lastRead)} ago`),
+    ]);
+  }
+  if (abandoned > 0) {
+    found.push([
+      'abandoned',
+      `${abandoned} entr${abandoned === 1 ? 'y was' : 'ies were'} abandoned inside the handler (its consumer died after starting it): ` +
+        (def?.onAbandoned ? 'a live consumer runs onAbandoned within claimIdleMs' : 'no onAbandoned hook, a live consumer dead-letters them as abandoned — recover by hand'),
+    ]);
+  }
+  if (oldestPendingIdleMs !== null && oldestPendingIdleMs > claimIdleMs) {
     const why =
       def?.delivery === 'at-most-once'
-        ? 'read by a consumer that died before acking; a live consumer dead-letters them as abandoned'
+        ? 'read by a consumer that died before finishing; a live consumer records them as abandoned'
         : 'delivered and not acked; a live consumer takes them over with XAUTOCLAIM (on Redis < 6.2 nothing does)';
-    statusText = `${pending} entries pending, the oldest idle for ${seconds(oldestPendingIdleMs)} (claimIdleMs ${seconds(claimIdleMs)}): ${why}`;
-  } else {
-    statusText = `ok: ${pending} pending, lag ${lag ?? 'unknown'}, ${consumers.length} consumer${consumers.length === 1 ? '' : 's'} known`;
+    found.push(['stuck-pending', `${pending} entries pending, the oldest idle for ${seconds(oldestPendingIdleMs)} (claimIdleMs ${seconds(claimIdleMs)}): ${why}`]);
   }
+  if (found.length === 0) found.push(['ok', `ok: ${pending} pending, lag ${lag ?? 'unknown'}, ${consumers.length} consumer${consumers.length === 1 ? '' : 's'} known`]);
+  const statuses = found.map(([s]) => s);
+  const status = statuses[0]!;
+  const statusText = found.map(([, t]) => t).join('; ');
 
   return {
     group,
@@ -229,9 +254,24 @@ async function diagnoseGroup(
     lag,
     oldestUnreadAgeMs,
     lastDeliveredId,
+    started,
+    abandoned,
+    statuses,
     status,
     statusText,
   };
+}
+
+/** At-most-once: entries in the group's started set, and those of them idle longer than `claimIdleMs` (their consumer died inside the handler). */
+async function abandonedEntries(conn: RedisConnection, stream: string, group: string, def: ConsumerDefinition, claimIdleMs: number): Promise<{ started: number; abandoned: number }> {
+  const key = startedSetKey(def);
+  const started = Number(await conn.redis.call('HLEN', key));
+  if (started === 0) return { started, abandoned: 0 };
+  // Bounded: the first 1000 idle entries are enough to say "some are abandoned" and roughly how many.
+  const idle = (await conn.redis.call('XPENDING', stream, group, 'IDLE', claimIdleMs, '-', '+', 1_000)) as unknown[][];
+  if (idle.length === 0) return { started, abandoned: 0 };
+  const owners = (await conn.redis.call('HMGET', key, ...idle.map((p) => String(p[0])))) as (string | null)[];
+  return { started, abandoned: owners.filter((o) => o !== null).length };
 }
 
 function parseFirstId(reply: unknown): string | undefined {

@@ -5,15 +5,18 @@ import { describeError } from '../jobs/error-text.js';
 import { parseStreamPayload } from './stream-payload.js';
 import type { ConsumerContext, ConsumerHandler } from './define-consumer.js';
 import type { ConsumerScope, InFlightEntry } from './consumer-scope.js';
-import { deadLetter } from './dead-letter.js';
+import { deadLetter, startedSetKey } from './dead-letter.js';
+import { FINISH_HANDLER, START_HANDLER } from './redis-scripts.js';
 import { errorText } from './redis-connection.js';
-import { entryTimeMs, PAYLOAD_FIELD } from './stream-entry.js';
+import { entryTimeMs, PAYLOAD_FIELD, type StreamEntry } from './stream-entry.js';
 
 /**
  * Handles one delivered entry by the consumer's delivery rule:
  *
- * - at-most-once: XACK first; only if that ack took the entry out of the pending list does the
- *   handler run, so no path hands the same entry to a handler twice. A failure is dead-lettered.
+ * - at-most-once: the handler's start is recorded first (START_HANDLER), only while this consumer
+ *   still owns the pending entry, so no path hands the same entry to a handler twice; the entry
+ *   stays pending (kept fresh) until the handler returns, then XACK. A failure is dead-lettered;
+ *   a process that dies inside the handler leaves the entry to be recorded as abandoned.
  * - at-least-once: the handler runs, then XACK. A failure leaves the entry pending, to be taken
  *   over after `claimIdleMs`; on the last allowed delivery it is dead-lettered instead.
  *
@@ -33,22 +36,22 @@ export async function handleEntry(scope: ConsumerScope, rec: InFlightEntry): Pro
       return;
     }
     if (atMostOnce) {
-      let acked: number;
+      let started: boolean;
       try {
-        acked = await ack(scope, entry.id);
+        started = await startHandler(scope, entry.id);
       } catch (err) {
-        // Not acked, so not handled: the entry stays pending and is dead-lettered as abandoned later.
-        events.emit({ type: 'stream.error', ...streamFields(scope), where: 'ack before handling', error: errorText(err) });
+        // Not started, so not handled: the entry stays pending and is dead-lettered as abandoned later.
+        events.emit({ type: 'stream.error', ...streamFields(scope), where: 'start before handling', error: errorText(err) });
         return;
       }
-      if (acked !== 1) return; // No longer pending here (dead-lettered as abandoned meanwhile): not ours to handle.
+      if (!started) return; // No longer ours (dead-lettered as abandoned meanwhile): not ours to handle.
     }
 
     let payload: unknown;
     try {
       payload = await decode(scope, entry.fields);
     } catch (err) {
-      await deadLetter(scope, entry, deliveries, 'invalid-payload', describeError(err).message, !atMostOnce);
+      await deadLetter(scope, entry, deliveries, 'invalid-payload', describeError(err).message, true);
       return;
     }
 
@@ -58,7 +61,7 @@ export async function handleEntry(scope: ConsumerScope, rec: InFlightEntry): Pro
     if (expired) {
       events.emit({ type: 'stream.expired', ...base, ageMs });
       if (!def.onExpired) {
-        await deadLetter(scope, entry, deliveries, 'expired', `older than maxAgeMs (${def.maxAgeMs} ms): ${ageMs} ms`, !atMostOnce);
+        await deadLetter(scope, entry, deliveries, 'expired', `older than maxAgeMs (${def.maxAgeMs} ms): ${ageMs} ms`, true);
         return;
       }
     }
@@ -71,7 +74,7 @@ export async function handleEntry(scope: ConsumerScope, rec: InFlightEntry): Pro
     endProcessSpan(trace.span, outcome.ok ? (expired ? 'expired' : 'handled') : outcome.interrupted ? 'interrupted' : 'failed', outcome.ok ? undefined : outcome.error);
 
     if (outcome.ok) {
-      if (!atMostOnce) await ack(scope, entry.id);
+      await (atMostOnce ? finishHandler(scope, entry.id) : ack(scope, entry.id));
       events.emit({ type: 'stream.handled', ...base, durationMs, expired });
       return;
     }
@@ -80,14 +83,14 @@ export async function handleEntry(scope: ConsumerScope, rec: InFlightEntry): Pro
       rec.interrupted = true;
       if (atMostOnce) {
         events.emit({ type: 'stream.failed', ...base, durationMs, error, willRetry: false });
-        await deadLetter(scope, entry, deliveries, 'interrupted', error, false);
+        await deadLetter(scope, entry, deliveries, 'interrupted', error, true);
       }
       // At-least-once: handed back by the consumer's stop.
       return;
     }
     const last = atMostOnce || deliveries >= def.maxDeliveries;
     events.emit({ type: 'stream.failed', ...base, durationMs, error, willRetry: !last });
-    if (last) await deadLetter(scope, entry, deliveries, 'failed', error, !atMostOnce);
+    if (last) await deadLetter(scope, entry, deliveries, 'failed', error, true);
   } catch (err) {
     // Redis failed under us (ack, dead letter). At-least-once: the entry stays pending and is taken over.
     events.emit({ type: 'stream.error', ...streamFields(scope), where: `entry ${entry.id}`, error: errorText(err) });
@@ -96,9 +99,41 @@ export async function handleEntry(scope: ConsumerScope, rec: InFlightEntry): Pro
   }
 }
 
+/**
+ * At-most-once: runs `onAbandoned` for an entry whose handler started on a consumer that died,
+ * inside this consumer's scope (the sweep owns the pending entry now). True when it returned; a
+ * failure is an event, and the entry stays pending for the next sweep to try again.
+ */
+export async function recoverAbandoned(scope: ConsumerScope, entry: StreamEntry): Promise<boolean> {
+  const { def, events } = scope;
+  const rec: InFlightEntry = { entry, deliveries: 1, controller: new AbortController(), finished: false, interrupted: false };
+  const base = { stream: def.stream.name, group: def.group, consumer: scope.consumer, id: entry.id, deliveries: 1 };
+  const started = Date.now();
+  try {
+    const payload = await decode(scope, entry.fields!);
+    const publishedAtMs = entryTimeMs(entry.id);
+    const trace = startProcessSpan(entry, def.stream.name, def.group, 1);
+    const outcome = await run(scope, rec, def.onAbandoned as ConsumerHandler<typeof def.stream.schema>, payload, publishedAtMs, Math.max(0, scope.conn.redisNow() - publishedAtMs), trace.context);
+    endProcessSpan(trace.span, outcome.ok ? 'recovered' : 'failed', outcome.ok ? undefined : outcome.error);
+    if (outcome.ok) return true;
+    events.emit({ type: 'stream.failed', ...base, durationMs: Date.now() - started, error: `onAbandoned: ${describeError(outcome.error).message}`, willRetry: true });
+  } catch (err) {
+    events.emit({ type: 'stream.failed', ...base, durationMs: Date.now() - started, error: `onAbandoned: ${describeError(err).message}`, willRetry: true });
+  }
+  return false;
+}
+
 /** Stream, group and consumer, for events. */
 export function streamFields(scope: ConsumerScope) {
   return { stream: scope.def.stream.name, group: scope.def.group, consumer: scope.consumer };
+}
+
+async function startHandler(scope: ConsumerScope, id: string): Promise<boolean> {
+  return Number(await START_HANDLER.run(scope.conn.redis, [scope.def.stream.name, startedSetKey(scope.def)], [scope.def.group, scope.consumer, id])) === 1;
+}
+
+async function finishHandler(scope: ConsumerScope, id: string): Promise<number> {
+  return Number(await FINISH_HANDLER.run(scope.conn.redis, [scope.def.stream.name, startedSetKey(scope.def)], [scope.def.group, id]));
 }
 
 async function ack(scope: ConsumerScope, id: string): Promise<number> {

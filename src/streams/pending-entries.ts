@@ -1,6 +1,6 @@
 import type { ConsumerScope, InFlightEntry } from './consumer-scope.js';
-import { deadLetter } from './dead-letter.js';
-import { streamFields } from './entry-handler.js';
+import { deadLetter, startedSetKey } from './dead-letter.js';
+import { recoverAbandoned, streamFields } from './entry-handler.js';
 import { DELETE_IDLE_CONSUMER, HAND_BACK, TOUCH_PENDING } from './redis-scripts.js';
 import { errorText } from './redis-connection.js';
 import { parseEntries, type StreamEntry } from './stream-entry.js';
@@ -89,9 +89,11 @@ export async function dropUndeliverable(scope: ConsumerScope, claimed: ClaimedEn
 
 /**
  * At-most-once: an entry pending longer than `claimIdleMs` was read by a consumer that died (or
- * lost its connection) before acking it, so its handler never ran. It is never handed to a handler
- * now — that could run it twice — but recorded in the dead-letter stream as abandoned. Returns the
- * cursor to continue from and how many were recorded.
+ * lost its connection) — before its handler started, or inside it (it is in the started set). It
+ * is never handed to a handler now — that could run it twice — but recorded in the dead-letter
+ * stream as abandoned; one whose handler started goes through `onAbandoned` first, and stays
+ * pending (tried again next sweep) while that fails. Returns the cursor to continue from and how
+ * many were recorded.
  */
 export async function sweepAbandoned(scope: ConsumerScope, cursor: string): Promise<{ cursor: string; count: number }> {
   const { def } = scope;
@@ -102,9 +104,20 @@ export async function sweepAbandoned(scope: ConsumerScope, cursor: string): Prom
     if (entry.fields === null) {
       // Deleted while pending (Redis 6.2 still returns it): nothing to record, only the pending record to clear.
       await scope.conn.redis.call('XACK', def.stream.name, def.group, entry.id);
+      await scope.conn.redis.call('HDEL', startedSetKey(def), entry.id);
       continue;
     }
-    const error = `read by a consumer that did not acknowledge it within claimIdleMs (${def.claimIdleMs} ms): it died or lost its connection before handling it; at-most-once entries are never handled again`;
+    const startedBy = (await scope.conn.redis.call('HGET', startedSetKey(def), entry.id)) as string | null;
+    let error: string;
+    if (startedBy === null) {
+      error = `read by a consumer that did not start handling it within claimIdleMs (${def.claimIdleMs} ms): it died or lost its connection before handling it; at-most-once entries are never handled again`;
+    } else {
+      const recovered = def.onAbandoned ? await recoverAbandoned(scope, entry) : false;
+      if (def.onAbandoned && !recovered) continue;
+      error =
+        `its handler started on consumer ${startedBy} and did not finish within claimIdleMs (${def.claimIdleMs} ms) of its last sign of life: the process died or lost Redis inside the handler; ` +
+        (recovered ? 'recovered by onAbandoned' : 'no onAbandoned hook: recover it by hand');
+    }
     if (await deadLetter(scope, entry, 1, 'abandoned', error, true)) count++;
   }
   return { cursor: next, count };

@@ -25,12 +25,14 @@ export class RedisScript {
 
 /**
  * Moves an entry to the dead-letter stream: XACK it and, only if that ack took it out of the
- * pending list (so no other consumer acked or dead-lettered it meanwhile), XADD the record.
- * KEYS: stream, dead-letter stream. ARGV: group, id, requireAck ('1'|'0'), field, value, …
+ * pending list (so no other consumer acked or dead-lettered it meanwhile), XADD the record. The
+ * entry leaves the group's started set with its ack.
+ * KEYS: stream, dead-letter stream, started set. ARGV: group, id, requireAck ('1'|'0'), field, value, …
  * Returns 1 when the record was written.
  */
 export const DEAD_LETTER = new RedisScript(`
 local acked = redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HDEL', KEYS[3], ARGV[2])
 if acked == 0 and ARGV[3] == '1' then return 0 end
 local fields = {}
 for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
@@ -83,4 +85,25 @@ local p = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2])
 if #p > 0 then return 0 end
 redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], ARGV[2])
 return 1
+`);
+
+/**
+ * At-most-once: marks a pending entry's handler as started — only if this consumer still owns it
+ * (a sweep may have recorded it as abandoned meanwhile) — and resets its idle time, in one step. The
+ * entry stays pending while the handler runs (kept fresh like an at-least-once one), so a process
+ * that dies inside the handler leaves a trace: pending, and in the started set.
+ * KEYS: stream, started set. ARGV: group, consumer, id. Returns 1 when the handler may run.
+ */
+export const START_HANDLER = new RedisScript(`
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+if not p[1] or p[1][2] ~= ARGV[2] then return 0 end
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[3], 'JUSTID')
+redis.call('HSET', KEYS[2], ARGV[3], ARGV[2])
+return 1
+`);
+
+/** At-most-once: the handler finished — XACK and leave the started set. KEYS: stream, started set. ARGV: group, id. */
+export const FINISH_HANDLER = new RedisScript(`
+redis.call('HDEL', KEYS[2], ARGV[2])
+return redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 `);

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { beforeAll, expect, it } from 'vitest';
 import { z } from 'zod';
 import { RedisUnavailableError } from '../../src/errors.js';
+import { defineConsumer } from '../../src/streams/define-consumer.js';
 import { defineStream } from '../../src/streams/define-stream.js';
 import { useTestDatabase } from '../support/db.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
@@ -75,13 +76,51 @@ describeWithRedis('consumer processes killed for real', () => {
     expect(started.filter((r) => r.n === 10).map((r) => r.pid)).toEqual([a.pid]);
     // Everything published after the kill was handled, by B.
     expect(started.filter((r) => r.n >= 30).map((r) => r.pid)).toEqual(Array(10).fill(b.pid));
-    // What A held unacked when it died is recorded as abandoned, not handled; at most the one entry
-    // acked in the instant before its handler began can be missing from both (the at-most-once loss window).
-    const dead = ((await raw.xrange(`${stream}:dead-letter`, '-', '+')) as [string, string[]][]).map(([, f]) => JSON.parse(f[1]!) as { n: number });
+    // What A held when it died is recorded as abandoned, not handled — the entry inside its handler
+    // (10) too, since an at-most-once entry stays pending until its handler returns: none is missing.
+    const dead = ((await raw.xrange(`${stream}:dead-letter`, '-', '+')) as [string, string[]][]).map(([, f]) => ({
+      n: (JSON.parse(f[1]!) as { n: number }).n,
+      error: f[f.indexOf('error') + 1]!,
+    }));
     const accounted = new Set([...count.keys(), ...dead.map((d) => d.n)]);
-    const missing = Array.from({ length: 40 }, (_, n) => n).filter((n) => !accounted.has(n));
-    expect(missing.length).toBeLessThanOrEqual(1);
+    expect(Array.from({ length: 40 }, (_, n) => n).filter((n) => !accounted.has(n))).toEqual([]);
+    expect(dead.find((d) => d.n === 10)?.error).toContain('its handler started');
     expect(b.alive()).toBe(true);
+  });
+
+  it('at-most-once: an entry whose process was killed inside its handler shows as abandoned in the diagnosis (with the other statuses that apply), then onAbandoned recovers it once', async () => {
+    const stream = t.name('escrows');
+    await publishAll(stream, 0, 3);
+    const common = { STREAM: stream, GROUP: 'operator', DELIVERY: 'at-most-once', CLAIM_IDLE_MS: '300', ON_ABANDONED: '1' };
+    const a = spawnConsumer({ ...common, HANG_ON: '1' });
+    await a.ready;
+    await waitFor('entry 1 inside its handler on A', async () => (await rows(stream, 'started')).some((r) => r.n === 1 && r.pid === a.pid));
+    await a.kill('SIGKILL');
+    await publishAll(stream, 3, 4);
+
+    const def = defineStream({ name: stream, payload });
+    const consumer = defineConsumer({ stream: def, group: 'operator', delivery: 'at-most-once', claimIdleMs: 300, handler: () => undefined, onAbandoned: () => undefined });
+    const client = t.client();
+    // Nobody reads now: entry 3 waits unread, entry 1 was abandoned inside the handler, and is stuck pending — all three at once.
+    const sick = await waitFor('abandoned, not reading and stuck at once', async () => {
+      const g = (await client.diagnose({ consumers: [consumer], stalledAfterMs: 100 })).streams[0]!.groups[0]!;
+      return g.statuses.length === 3 ? g : undefined;
+    });
+    expect(sick.statuses).toEqual(['not-reading', 'abandoned', 'stuck-pending']);
+    expect(sick).toMatchObject({ status: 'not-reading', abandoned: 1, started: 1 });
+    expect(sick.statusText).toContain('abandoned inside the handler');
+
+    const b = spawnConsumer(common);
+    await b.ready;
+    const raw = t.redis();
+    await waitFor('recovered and every entry handled', async () => (await settled(raw, stream, 'operator')) && (await rows(stream, 'done')).some((r) => r.n === 3));
+    const recovered = await db.sql.query<{ n: number; pid: number }>(`SELECT n, pid FROM "${db.schema}".handled WHERE stream = $1 AND phase = 'recovered'`, [stream]);
+    expect(recovered.rows).toEqual([{ n: 1, pid: b.pid }]);
+    expect((await rows(stream, 'started')).filter((r) => r.n === 1).map((r) => r.pid)).toEqual([a.pid]);
+    const dead = (await raw.xrange(`${stream}:dead-letter`, '-', '+')) as [string, string[]][];
+    expect(dead.map(([, f]) => [f[f.indexOf('reason') + 1], f[f.indexOf('error') + 1]])).toEqual([['abandoned', expect.stringContaining('recovered by onAbandoned')]]);
+    const healthy = (await client.diagnose({ consumers: [consumer], stalledAfterMs: 100 })).streams[0]!.groups[0]!;
+    expect(healthy).toMatchObject({ statuses: ['ok'], abandoned: 0, started: 0 });
   });
 
   it('at-least-once: with consumers killed and Redis restarted (AOF always), every message is handled at least once', async () => {

@@ -25,7 +25,9 @@ export function registerStreams(program: Command, run: CliRun): void {
       ['pending', ({ g }) => g?.pending ?? ''],
       ['oldest pending', ({ g }) => (g?.oldestPendingAgeMs !== null && g?.oldestPendingAgeMs !== undefined ? age(g.oldestPendingAgeMs) : '')],
       ['lag', ({ g }) => g?.lag ?? ''],
-      ['status', ({ g }) => g?.statusText ?? 'no consumer group defined'],
+      ['abandoned', ({ g }) => (g?.delivery === 'at-most-once' ? g.abandoned : '')],
+      // Every status that applies (a silent reader must not hide abandoned or stuck entries).
+      ['status', ({ g }) => (g ? `[${g.statuses.join(', ')}] ${g.statusText}` : 'no consumer group defined')],
     ],
     empty: 'no streams: the config defines none',
     footer: (d) => [`redis ${d.redisVersion}`],

@@ -22,14 +22,15 @@ export const streamsPage = definePage({
           (s) =>
             html`<h2>${s.stream} <span class="muted">length ${s.length}${s.deadLetterCount ? html`, <span class="bad">${s.deadLetterCount} dead letters</span>` : ''}</span></h2>
               ${table(
-                ['group', 'status', 'consumers', 'pending', 'oldest pending', 'lag', 'oldest unread'],
+                ['group', 'status', 'consumers', 'pending', 'abandoned', 'oldest pending', 'lag', 'oldest unread'],
                 s.groups.map(
                   (g) =>
                     html`<tr data-group="${g.group}">
                       <td>${g.group}</td>
-                      <td class="${g.status === 'ok' ? 'ok' : 'bad'}">${g.statusText}</td>
+                      <td class="${g.status === 'ok' ? 'ok' : 'bad'}" data-statuses="${g.statuses.join(' ')}">${g.statusText}</td>
                       <td>${g.consumers.map((c) => html`${c.name} (${c.pending} pending, idle ${ms(c.idleMs)}) `)}</td>
                       <td>${g.pending}</td>
+                      <td class="${g.abandoned ? 'bad' : ''}">${g.delivery === 'at-most-once' ? g.abandoned : ''}</td>
                       <td>${ms(g.oldestPendingAgeMs)}</td>
                       <td>${g.lag ?? '?'}</td>
                       <td>${ms(g.oldestUnreadAgeMs)}</td>

@@ -82,7 +82,7 @@ export const leaderlessDaemons: BuiltinSpec = {
   },
 };
 
-/** Stream groups nobody reads, or whose pending list grows (seed 004's symptom table). */
+/** Stream groups nobody reads, whose pending list grows, or with entries abandoned inside their handler (seed 004's symptom table). */
 export const streamGroups: BuiltinSpec = {
   key: 'streams',
   name: 'nightshift.streams',
@@ -95,7 +95,7 @@ export const streamGroups: BuiltinSpec = {
     for (const s of diagnosis.streams) {
       for (const g of s.groups) {
         const subject = `${s.stream}/${g.group}`;
-        const details = { stream: s.stream, group: g.group, status: g.status, length: s.length, pending: g.pending, lag: g.lag, consumers: g.consumers.length };
+        const details = { stream: s.stream, group: g.group, status: g.status, statuses: g.statuses, abandoned: g.abandoned, length: s.length, pending: g.pending, lag: g.lag, consumers: g.consumers.length };
         if (g.status === 'never-started') {
           // Seed 004: no row for the group in XINFO GROUPS — the consumer never started, and the stream grows.
           results.push({
@@ -109,6 +109,14 @@ export const streamGroups: BuiltinSpec = {
             subject,
             status: 'critical',
             message: `stream "${s.stream}", group "${g.group}": ${g.statusText}. Is the consumer's process running (roles.<role>.consumers)? Its logs say why it stopped (stream.error, stream.connection-lost)`,
+            details,
+          });
+        } else if (g.status === 'abandoned') {
+          // Seed 004: the operator died after escrow — funds locked, the bet open, until onAbandoned (settleEmpty) runs.
+          results.push({
+            subject,
+            status: 'critical',
+            message: `stream "${s.stream}", group "${g.group}": ${g.statusText}. A live consumer of the group recovers them; start one if none runs`,
             details,
           });
         } else if (g.status === 'stuck-pending') {
