@@ -7,6 +7,7 @@ import { BulkRunner } from './bulk.js';
 import { html, type Html } from './html.js';
 import { layout } from './layout.js';
 import { LiveHub, type HubStats } from './live-hub.js';
+import { hostName, isLoopback } from './loopback.js';
 import { matchPath, type DashboardPage, type DashboardSettings, type LoadContext, type ViewContext } from './page.js';
 import { builtInPages } from './pages/index.js';
 import { can, PERMISSIONS, type DashboardUser, type Permission } from './permissions.js';
@@ -103,6 +104,12 @@ export function createDashboard(api: Nightshift, options: DashboardOptions = {})
       done(status);
     };
     try {
+      // Without authentication only this machine may use it: by a loopback name, not a rebound one.
+      const name = hostName(req.headers.host);
+      if (options.auth === undefined && name !== undefined && !isLoopback(name)) {
+        send(421, 'this dashboard has no authentication: it answers only as localhost, 127.0.0.1 or [::1]; configure auth to serve it under another name\n', 'text/plain; charset=utf-8');
+        return true;
+      }
       const auth = await authenticate(req, options.auth, anonymous);
       if ('challenge' in auth) {
         if (auth.challenge) res.setHeader('www-authenticate', auth.challenge);

@@ -1,21 +1,18 @@
 import { createServer, type Server } from 'node:http';
-import { isIP } from 'node:net';
 import { DashboardNoAuthError, PortUnavailableError } from '../index.js';
 import type { Dashboard } from './handler.js';
+import { isLoopback } from './loopback.js';
 
 /** Whether an address is this machine only: 127.0.0.0/8, ::1, localhost. */
-export function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (h === 'localhost' || h === '::1') return true;
-  return isIP(h) === 4 && h.startsWith('127.');
-}
+export { isLoopback };
 
 /**
  * Refuses to listen beyond loopback without authentication (NS_DASHBOARD_NO_AUTH, exit 2 from
  * the CLI): a dashboard open to the network would let anyone retry, cancel and read jobs.
  */
-export function checkBind(host: string, dashboard: Pick<Dashboard, 'authenticated'>): void {
-  if (!isLoopback(host) && !dashboard.authenticated) throw new DashboardNoAuthError(host);
+export function checkBind(host: string | undefined, dashboard: Pick<Dashboard, 'authenticated'>): void {
+  const h = host ?? '127.0.0.1';
+  if (!isLoopback(h) && !dashboard.authenticated) throw new DashboardNoAuthError(h);
 }
 
 /** A running standalone dashboard. */

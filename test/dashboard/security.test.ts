@@ -1,7 +1,8 @@
+import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { runCli } from '../../src/cli/program.js';
-import { createDashboard, serveDashboard, type DashboardServer } from '../../src/dashboard/index.js';
+import { checkBind, createDashboard, serveDashboard, type DashboardServer } from '../../src/dashboard/index.js';
 import { defineJob, hold } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
@@ -140,5 +141,32 @@ describe('dashboard security', () => {
     expect(code).toBe(2);
     expect(err.join('')).toContain('NS_DASHBOARD_NO_AUTH');
     expect(err.join('')).toContain('dashboard.auth');
+  });
+
+  it('without auth answers only by a loopback name: a page that rebinds its name to 127.0.0.1 gets nothing (DNS rebinding)', async () => {
+    const ns = t.client();
+    const server = await serveDashboard(createDashboard(ns), { port: 0 });
+    const get = (host: string, method = 'GET') =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port: server.port, path: '/jobs', method, headers: { host } }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    try {
+      for (const host of [`127.0.0.1:${server.port}`, `localhost:${server.port}`, `[::1]:${server.port}`]) expect((await get(host)).status).toBe(200);
+      const rebound = await get(`evil.example:${server.port}`);
+      expect(rebound.status).toBe(421);
+      expect(rebound.body).toContain('no authentication');
+      expect((await get(`evil.example:${server.port}`, 'POST')).status).toBe(421);
+    } finally {
+      await server.close();
+    }
+    expect(() => checkBind(undefined, { authenticated: false })).not.toThrow();
+    expect(() => checkBind('::ffff:127.0.0.1', { authenticated: false })).not.toThrow();
+    expect(() => checkBind('10.0.0.5', { authenticated: false })).toThrow(expect.objectContaining({ code: 'NS_DASHBOARD_NO_AUTH' }));
   });
 });

@@ -113,4 +113,15 @@ describe('finished jobs live in jobs_history (migration 0008)', () => {
     expect(await rows('jobs_all', id)).toEqual(['completed']);
     expect(await partition(`jobs_history_completed_p${dayName(1)}`)).not.toBeNull();
   });
+
+  it('refuses a retention it cannot apply before any statement runs, naming the state and the fix', async () => {
+    const ns = t.client();
+    const code = (p: Promise<unknown>) => p.then(() => 'resolved', (e: { code?: string; message?: string }) => `${e.code}: ${e.message}`);
+    expect(await code(ns.prune({ completed: -1 }))).toMatch(/^NS_OPTIONS_INVALID: .*completed: must be a whole number of milliseconds/s);
+    expect(await code(ns.prune({ completd: 1 } as never))).toMatch(/^NS_OPTIONS_INVALID: .*completd.*completed/s);
+    expect(await code(ns.prune({ completed: '1d' } as never))).toMatch(/^NS_OPTIONS_INVALID/);
+    expect(await code(ns.prune({ completed: Number.NaN }))).toMatch(/^NS_OPTIONS_INVALID/);
+    expect(await code(ns.prune({ held: 0 } as never))).toMatch(/^NS_OPTIONS_INVALID: .*held/s);
+    expect(await code(ns.prune('1d' as never))).toMatch(/^NS_OPTIONS_INVALID: .*must be an object/s);
+  });
 });
