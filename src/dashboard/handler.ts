@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isNightshiftError, OptionsInvalidError, type Nightshift } from '../index.js';
 import { CLIENT_CSS, CLIENT_JS } from './assets.js';
@@ -140,10 +140,10 @@ export function createDashboard(api: Nightshift, options: DashboardOptions = {})
         let target: string;
         try {
           const result = await action.run({ ...loadContext(new URLSearchParams(), {}), user, form });
-          target = withFlash(safeBack(result.redirect ?? back, base), result.flash ?? null, false);
+          target = withFlash(secret, safeBack(result.redirect ?? back, base), result.flash ?? null, false);
         } catch (err) {
           if (!isNightshiftError(err)) throw err;
-          target = withFlash(back, `${err.code}: ${err.message}`, true);
+          target = withFlash(secret, back, `${err.code}: ${err.message}`, true);
         }
         hub.changed();
         res.setHeader('location', target);
@@ -179,7 +179,7 @@ export function createDashboard(api: Nightshift, options: DashboardOptions = {})
         content,
         live: liveOn,
         liveUrl: `${base}/live?u=${encodeURIComponent(key)}`,
-        flash: url.searchParams.get('flash'),
+        flash: signedFlash(secret, url.searchParams),
         flashError: url.searchParams.get('flashError') === '1',
       });
       send(status, page.text, 'text/html; charset=utf-8', n);
@@ -238,17 +238,36 @@ export function createDashboard(api: Nightshift, options: DashboardOptions = {})
 
 /** The cache key of a page: its path and its sorted query (without the flash). */
 function keyOf(path: string, query: URLSearchParams): string {
-  const q = new URLSearchParams([...query].filter(([k]) => k !== 'flash' && k !== 'flashError').sort(([a], [b]) => a.localeCompare(b)));
+  const q = new URLSearchParams([...query].filter(([k]) => k !== 'flash' && k !== 'flashError' && k !== 'fs').sort(([a], [b]) => a.localeCompare(b)));
   const s = q.toString();
   return s ? `${path}?${s}` : path;
 }
 
-function withFlash(target: string, flash: string | null, error: boolean): string {
+/** The signature of a status message, so a crafted link cannot show its own text as the dashboard's. */
+function flashSignature(secret: Buffer, flash: string, error: boolean): string {
+  return createHmac('sha256', secret)
+    .update(`flash\0${error ? 1 : 0}\0${flash}`)
+    .digest('base64url')
+    .slice(0, 22);
+}
+
+function withFlash(secret: Buffer, target: string, flash: string | null, error: boolean): string {
   if (!flash) return target;
   const u = new URL(target, 'http://dashboard');
-  u.searchParams.set('flash', flash.slice(0, 300));
+  const text = flash.slice(0, 300);
+  u.searchParams.set('flash', text);
   if (error) u.searchParams.set('flashError', '1');
+  u.searchParams.set('fs', flashSignature(secret, text, error));
   return `${u.pathname}${u.search}`;
+}
+
+/** The status message of a redirect after an action, when this dashboard signed it; null otherwise. */
+function signedFlash(secret: Buffer, q: URLSearchParams): string | null {
+  const flash = q.get('flash');
+  if (!flash) return null;
+  const want = flashSignature(secret, flash, q.get('flashError') === '1');
+  const got = q.get('fs') ?? '';
+  return got.length === want.length && timingSafeEqual(Buffer.from(got), Buffer.from(want)) ? flash : null;
 }
 
 /** Where to go back to after an action: a path of this dashboard only (never another site). */

@@ -146,9 +146,9 @@ describe('dashboard security', () => {
   it('without auth answers only by a loopback name: a page that rebinds its name to 127.0.0.1 gets nothing (DNS rebinding)', async () => {
     const ns = t.client();
     const server = await serveDashboard(createDashboard(ns), { port: 0 });
-    const get = (host: string, method = 'GET') =>
+    const get = (host: string, method = 'GET', path = '/jobs') =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port: server.port, path: '/jobs', method, headers: { host } }, (res) => {
+        const req = request({ host: '127.0.0.1', port: server.port, path, method, headers: { host } }, (res) => {
           let body = '';
           res.on('data', (c: Buffer) => (body += c.toString()));
           res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
@@ -162,6 +162,10 @@ describe('dashboard security', () => {
       expect(rebound.status).toBe(421);
       expect(rebound.body).toContain('no authentication');
       expect((await get(`evil.example:${server.port}`, 'POST')).status).toBe(421);
+      // A crafted link cannot show its own text as the dashboard's status message (only signed ones show).
+      const spoofed = await get(`127.0.0.1:${server.port}`, 'GET', `/jobs?flash=${encodeURIComponent('visit http://evil.example now')}&fs=forged`);
+      expect(spoofed.status).toBe(200);
+      expect(spoofed.body).not.toContain('visit http://evil.example now');
     } finally {
       await server.close();
     }
