@@ -22,8 +22,8 @@ export interface Child {
   stop(): Promise<void>;
 }
 
-/** Runs a condition until it is truthy (polling; bounded, never a fixed sleep). */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 60_000, everyMs = 150): Promise<T> {
+/** Runs a condition until it is truthy (polling; bounded, never a fixed sleep). The bound is generous: a loaded machine starts eight processes slowly. */
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 150_000, everyMs = 150): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -77,12 +77,16 @@ export class Fleet {
       name,
       pid: child.pid!,
       output: () => out,
-      waitForLine: async (marker, timeoutMs = 90_000) => {
-        await waitFor(`${name} to print "${marker}"`, () => {
-          if (out.includes(marker)) return true;
-          if (done) throw new Error(`${name} exited before printing "${marker}":\n${out.slice(-2_000)}`);
-          return false;
-        }, timeoutMs);
+      waitForLine: async (marker, timeoutMs = 150_000) => {
+        await waitFor(
+          `${name} to print "${marker}"`,
+          () => {
+            if (out.includes(marker)) return true;
+            if (done) throw new Error(`${name} exited before printing "${marker}":\n${out.slice(-2_000)}`);
+            return false;
+          },
+          timeoutMs,
+        );
       },
       exited,
       stop: async () => {

@@ -59,7 +59,7 @@ export async function startPaymentManager(ctx: TourContext): Promise<TourSystem>
           `SELECT j.id::text, j.reason FROM ${q}jobs j JOIN ${q}pm_psp_tx_map m ON m.id::text = j.payload->>'rowId' WHERE j.kind = 'psp-process' AND j.state = 'held' AND m.intent_id = $1 AND m.state = 'MANUAL_REVIEW'`,
           [id],
         ),
-      90_000);
+      150_000);
       lines.push(`PSP row in MANUAL_REVIEW, job ${held.id} held: "${held.reason.slice(0, 72)}…"`);
       const resolve = await ctx.fleet.run('payment-manager cli', CLI, env, ['--config', CONFIG, '--actor', 'ops-anna', 'jobs', 'resolve', held.id, '--as', 'completed', '--reason', 'IPPS statement shows the payment']);
       if (resolve.code !== 0) throw new Error(`jobs resolve exited ${resolve.code}: ${resolve.output.trim()}`);
