@@ -55,10 +55,10 @@ function typeChecks(db: Database): void {
   // @ts-expect-error the rows are of the statement's type, not whatever the caller says
   const wrong: Promise<{ m: string }[]> = run(db.executor, stmt, [1, 'b']);
   void wrong;
-  // @ts-expect-error a claim names every parameter (startNow, owner and leaseMs are missing)
+  // @ts-expect-error a claim names every parameter (owner and leaseMs are missing)
   void db.jobs.claim({ queue: 'q', kinds: ['k'], limit: 1 });
   // @ts-expect-error a parameter of the wrong type
-  void db.jobs.claim({ queue: 'q', kinds: 'k', limit: 1, startNow: 1, owner: 'o', leaseMs: 1 });
+  void db.jobs.claim({ queue: 'q', kinds: 'k', limit: 1, owner: 'o', leaseMs: 1 });
 
   // Pipelines: a transition's statement runs only in the caller's transaction, named as `tx`.
   void db.transaction(async (tx) => {
@@ -90,10 +90,11 @@ describe('statements bound to the database', () => {
   it('db.jobs.claim takes its parameters by name and claims on the database it was bound to', async () => {
     const db = database();
     const [inserted] = await db.inserts.insert({ rows: [row('bound.claim', 'bound-q')], debounced: false });
-    const claimed = await db.jobs.claim({ queue: 'bound-q', kinds: ['bound.claim'], limit: 5, startNow: 1, owner: 'me', leaseMs: 60_000 });
+    const claimed = await db.jobs.claim({ queue: 'bound-q', kinds: ['bound.claim'], limit: 5, owner: 'me', leaseMs: 60_000 });
     expect(claimed.map((r) => [r.id, r.state, r.attempt])).toEqual([[inserted!.id, 'running', 1]]);
     const { rows } = await t.sql.query(`SELECT lease_owner, started_at IS NOT NULL AS started FROM "${t.schema}".jobs_all WHERE id = $1`, [inserted!.id]);
-    expect(rows).toEqual([{ lease_owner: 'me', started: true }]);
+    // The claim records no start: the worker records it when the handler runs (issue 11, bug 3).
+    expect(rows).toEqual([{ lease_owner: 'me', started: false }]);
     const held = await db.jobs.heartbeat({ ids: [claimed[0]!.id], tokens: [claimed[0]!.lease_token], leaseMs: 60_000 });
     expect([...held]).toEqual([claimed[0]!.lease_token]);
   });
