@@ -76,13 +76,13 @@ try {
       for (;;) {
         const c0 = performance.now();
         const r = limited
-          ? await pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.limits.statements.claim, values: ['default', ['bench.noop'], batch, 'cost', 30_000, batch, plan!.names, JSON.stringify(plan!.defaults), plan!.queueKeys] })
-          : await pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.jobs.statements.claim, values: ['default', ['bench.noop'], batch, 'cost', 30_000, batch] });
+          ? await pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.limits.statements.claim, values: ['default', ['bench.noop'], batch, 'cost', 30_000, 0, plan!.names, JSON.stringify(plan!.defaults), plan!.queueKeys] })
+          : await pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.jobs.statements.claim, values: ['default', ['bench.noop'], batch, 'cost', 30_000] });
         r.rows = r.rows.filter((x) => x.id !== null);
         claimMs += performance.now() - c0;
         if (r.rows.length === 0) break;
         const c1 = performance.now();
-        await pool.pool.query({ ...db.jobs.statements.complete, values: [r.rows.map((x) => x.id!), r.rows.map((x) => x.lease_token)] });
+        await pool.pool.query({ ...db.jobs.statements.complete, values: [r.rows.map((x) => x.id!), r.rows.map((x) => x.lease_token), r.rows.map(() => 0)] });
         completeMs += performance.now() - c1;
         done += r.rows.length;
       }
