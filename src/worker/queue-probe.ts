@@ -12,6 +12,8 @@ export interface ProbeOptions extends ServiceOptions {
   /** Longest interval: the bound on how late a due job is found when every notification is lost. */
   maxPollMs: number;
   onError(err: unknown): void;
+  /** After each probe that answered: the queues asked about and those found due. */
+  onPolled?(queues: readonly string[], due: readonly string[]): void;
 }
 
 /** A queue waiting for the probe. */
@@ -49,7 +51,7 @@ export class QueueProbe extends BaseService {
   constructor(private readonly o: ProbeOptions) {
     super({ name: 'idle probe', kind: 'probe', logger: o.logger, clock: o.clock });
     this.db = o.database;
-    this.intervalMs = o.maxPollMs;
+    this.intervalMs = o.minPollMs;
   }
 
   /** Queues waiting for the probe right now (for tests and diagnostics). */
@@ -116,8 +118,10 @@ export class QueueProbe extends BaseService {
     this.inFlight = true;
     this.lastAt = now;
     let due: string[] = [];
+    let answered = false;
     try {
       due = await this.db.queues.due({ queues, kinds: this.o.kinds });
+      answered = true;
     } catch (err) {
       this.o.onError(err);
       // A failing database: probe no more often than every 500 ms (or the poll interval if longer).
@@ -126,6 +130,7 @@ export class QueueProbe extends BaseService {
       this.inFlight = false;
     }
     this.intervalMs = Math.min(this.o.maxPollMs, this.intervalMs * 2);
+    if (answered) this.o.onPolled?.(queues, due);
     for (const q of due) {
       const w = this.waiting.get(q);
       if (!w) continue;

@@ -132,7 +132,12 @@ export class Worker extends BaseService {
       jitter: 0,
       clock: this.clock,
     });
-    this.probe = new QueueProbe({ database: db, kinds: settings.kinds, minPollMs: settings.minPollMs, maxPollMs: settings.maxPollMs, onError: onError('idle poll'), clock: this.clock });
+    this.probe = new QueueProbe({ database: db, kinds: settings.kinds, minPollMs: settings.minPollMs, maxPollMs: settings.maxPollMs, onError: onError('idle poll'),
+      onPolled: (queues, due) => {
+        if (events.wants('worker.polled')) events.emit({ type: 'worker.polled', queues, due });
+      },
+      clock: this.clock,
+    });
     for (const [queue, limit] of settings.queues) {
       const local = new Slots(Math.min(limit, settings.concurrency));
       const fetcher: QueueFetcher = new QueueFetcher({

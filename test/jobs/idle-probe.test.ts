@@ -91,6 +91,7 @@ describe('the idle poll of a process serving many queues', () => {
     const ns = t.client({ databaseUrl: undefined, pool: c.pool, jobs: kinds, concurrency: 10, pollIntervalMs: 100, listen: false, ...quiet });
     await ns.pauseQueue('ip-q3');
     await ns.start();
+    await waitFor('every queue to have claimed once', () => new Set(c.sent.filter((s) => s.name === 'job_claim').map((s) => s.values[0])).size === QUEUES);
     const [job] = await ns.enqueueMany(kinds[3]!, [{ n: 1 }]);
     const from = c.sent.length;
     await waitFor('five idle polls after the enqueue', () => c.since(from).filter((s) => s.name === 'queue_due').length >= 5);
@@ -113,7 +114,10 @@ describe('the idle poll and a queue whose limit is full', () => {
     await ns.start();
     const [first] = await ns.enqueueMany(limited, [{ n: 0 }]);
     await waitFor('the first job to hold the limit', async () => (await ns.getJob(first!.id))?.state === 'running');
-    const rest = await ns.enqueueMany(limited, Array.from({ length: 3 }, (_, i) => ({ n: i + 1 })));
+    const rest = await ns.enqueueMany(
+      limited,
+      Array.from({ length: 3 }, (_, i) => ({ n: i + 1 })),
+    );
     await waitFor('a claim that the limit held back', () => c.sent.some((s) => s.name === 'job_claim_limited'));
     const from = c.sent.length;
     // Busy neighbours: every one of them has work and runs out of it, again and again.
