@@ -46,6 +46,8 @@ export class QueueProbe extends BaseService {
   private timerAt = 0;
   private lastAt = 0;
   private inFlight = false;
+  /** The probe being sent, awaited by stop so that no statement of the worker outlives it. */
+  private sending: Promise<void> | undefined;
   private readonly db: Database;
 
   constructor(private readonly o: ProbeOptions) {
@@ -63,10 +65,11 @@ export class QueueProbe extends BaseService {
     this.lastAt = this.clock.monotonic();
   }
 
-  protected onStop(): void {
+  protected async onStop(): Promise<void> {
     this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     this.waiting.clear();
+    await this.sending;
   }
 
   /**
@@ -105,7 +108,7 @@ export class QueueProbe extends BaseService {
     this.timerAt = at;
     this.timer = this.clock.setTimeout(() => {
       this.timer = undefined;
-      void this.probe();
+      this.sending = this.probe();
     }, at - now);
   }
 
