@@ -28,6 +28,12 @@ async function main(init: ChildInit): Promise<void> {
   let producer: Producer | undefined;
   let worker: RunningWorker | undefined;
   let sampled = process.memoryUsage.rss();
+  let cpuAtFirst: NodeJS.CpuUsage | undefined;
+  const cpuSinceFirst = () => {
+    if (!cpuAtFirst) return null;
+    const d = process.cpuUsage(cpuAtFirst);
+    return d.user + d.system;
+  };
   const stats: Omit<WorkerStats, 'peakRss'> = { handled: 0, firstAt: null, lastAt: null, latencies: [], peakHeapTotal: 0, peakHeapUsed: 0 };
   const sampler = setInterval(() => {
     const m = process.memoryUsage();
@@ -40,6 +46,7 @@ async function main(init: ChildInit): Promise<void> {
     worker = await system.startWorker(init.url, init.concurrency ?? 10, (p: BenchPayload) => {
       const now = wallMs();
       stats.handled++;
+      if (stats.firstAt === null) cpuAtFirst = process.cpuUsage();
       stats.firstAt ??= now;
       stats.lastAt = now;
       if (typeof p?.t === 'number') stats.latencies.push(now - p.t);
@@ -80,9 +87,9 @@ async function main(init: ChildInit): Promise<void> {
         return { ms: wallMs() - t0 };
       }
       case 'stats':
-        return { ...stats, peakRss: peakRss(sampled) } satisfies WorkerStats;
+        return { ...stats, peakRss: peakRss(sampled), cpuUsSinceFirst: cpuSinceFirst() } satisfies WorkerStats;
       case 'stop': {
-        const final = { ...stats, peakRss: peakRss(sampled) } satisfies WorkerStats;
+        const final = { ...stats, peakRss: peakRss(sampled), cpuUsSinceFirst: cpuSinceFirst() } satisfies WorkerStats;
         clearInterval(sampler);
         await worker?.stop();
         await producer?.close();

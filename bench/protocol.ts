@@ -43,6 +43,8 @@ export interface WorkerStats {
   /** Largest V8 heap seen (total and used, bytes), for telling heap growth from other memory. */
   peakHeapTotal: number;
   peakHeapUsed: number;
+  /** CPU time (user + system, µs) of this process from its first handler start to the stats request, or null before any. */
+  cpuUsSinceFirst?: number | null;
 }
 
 export type ChildReply =

@@ -103,10 +103,18 @@ export const CURVES: CurveSpec[] = [
     better: 'higher',
     suffixes: [''],
     points: (s) => s.shapes.map(([p, c], i) => ({ x: i, label: `${p} × ${c}` })),
-    notes: (s) => [`Drain of ${shortCount(s.drainJobs)} jobs by real worker processes started together; the same total concurrency (about ${s.shapes[0]![0] * s.shapes[0]![1]}) split over more processes.`],
-    measure: (ctx, s, run, x, sizes) => {
+    notes: (s) => [
+      `Drain of ${shortCount(s.drainJobs)} jobs by real worker processes started together; the same total concurrency (about ${s.shapes[0]![0] * s.shapes[0]![1]}) split over more processes.`,
+      'CPU µs/job: CPU time of the worker processes from their first handler start (process.cpuUsage) and of every server process (/proc/<pid>/schedstat of the pids in pg_stat_activity, from before the workers started), divided by the jobs. On a machine with few cores the sum is what bounds the drain rate of any number of processes.',
+    ],
+    measure: async (ctx, s, run, x, sizes) => {
       const [processes, concurrency] = sizes.shapes[x]!;
-      return drainRate(scaleDrain(ctx, s, run.url, { jobs: sizes.drainJobs, processes, concurrency }));
+      const r = await scaleDrain(ctx, s, run.url, { jobs: sizes.drainJobs, processes, concurrency });
+      // On 2 cores the workers and PostgreSQL share the CPU: what a job costs the machine decides how far more processes can go.
+      return {
+        values: { '': r.jobsPerSecond },
+        extra: { 'CPU µs/job, workers': r.workerCpuUsPerJob, 'CPU µs/job, server': r.serverCpuUsPerJob, 'CPU µs/job, all': r.workerCpuUsPerJob + r.serverCpuUsPerJob },
+      };
     },
   },
   {

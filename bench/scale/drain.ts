@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { Child } from '../children.js';
 import { wallMs, type WorkerStats } from '../protocol.js';
@@ -28,6 +29,27 @@ export interface ScaleDrainResult {
   jobsPerSecond: number;
   /** Peak RSS of each worker process, bytes. */
   peakRss: number[];
+  /**
+   * CPU time per job, µs, of the worker processes (from their first handler start) and of the
+   * server's processes (every backend and background process, from before the workers started:
+   * their connections' start-up is in it); NaN where /proc/<pid>/schedstat cannot be read.
+   */
+  workerCpuUsPerJob: number;
+  serverCpuUsPerJob: number;
+}
+
+/** CPU time in µs of each of the server's processes now (pg_stat_activity lists backends and background processes; /proc/<pid>/schedstat, ns on CPU). */
+async function serverCpu(db: pg.Client): Promise<Map<number, number>> {
+  const { rows } = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity');
+  const out = new Map<number, number>();
+  for (const { pid } of rows) {
+    try {
+      out.set(pid, Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1000);
+    } catch {
+      // gone, or not Linux
+    }
+  }
+  return out;
 }
 
 // One enqueue call carries at most this much payload, so 100 kB payloads do not build one huge string.
@@ -78,6 +100,7 @@ export async function scaleDrain(ctx: ScaleContext, system: SystemAdapter, url: 
   await db.connect();
   const workers: Child[] = [];
   try {
+    const cpu0 = await serverCpu(db);
     const starting = Array.from({ length: d.processes }, () =>
       Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'worker', concurrency: d.concurrency, queues: d.queues ?? 1 }, START_MS, ctx.execArgv),
     );
@@ -105,11 +128,20 @@ export async function scaleDrain(ctx: ScaleContext, system: SystemAdapter, url: 
       if (Date.now() > deadline) throw new Error(`${system.id}: drain of ${target} of ${d.jobs} jobs not finished in time`);
       await pause(20);
     }
+    const cpu1 = await serverCpu(db);
+    let serverUs = 0;
+    for (const [pid, us] of cpu1) serverUs += us - (cpu0.get(pid) ?? 0);
     const stats = await Promise.all(workers.map((w) => w.stop<WorkerStats>(20_000)));
+    const workerUs = stats.reduce((a, s) => a + (s?.cpuUsSinceFirst ?? NaN), 0);
     const firsts = stats.map((s) => s?.firstAt).filter((x): x is number => typeof x === 'number');
     const handled = stats.reduce((a, s) => a + (s?.handled ?? 0), 0);
     if (handled < target) throw new Error(`${system.id}: workers report ${handled} jobs handled of ${target}`);
-    return { jobsPerSecond: target / ((end - Math.min(...firsts)) / 1000), peakRss: stats.map((s) => s?.peakRss ?? NaN) };
+    return {
+      jobsPerSecond: target / ((end - Math.min(...firsts)) / 1000),
+      peakRss: stats.map((s) => s?.peakRss ?? NaN),
+      workerCpuUsPerJob: workerUs / target,
+      serverCpuUsPerJob: cpu1.size > 0 ? serverUs / target : NaN,
+    };
   } finally {
     for (const w of workers) w.kill();
     await db.end();

@@ -42,6 +42,17 @@ LEFT JOIN c ON c.queue = n.name
 LEFT JOIN ${s}.queues q ON q.name = n.name
 ORDER BY 1`,
     ),
+    // Which of the given queues have a job due now (of the given kinds) and are not paused: the
+    // worker's one idle poll for all its queues (src/worker/queue-probe.ts), instead of a claim
+    // per queue. Each EXISTS is the claim's own scan of jobs_claim (queue = $, state available)
+    // stopped at the first due row, without locks or writes; an idle queue costs one index probe.
+    due: set.named<{ name: string }, [queues: readonly string[], kinds: readonly string[]]>(
+      'queue_due',
+      (s) => `
+SELECT q.name FROM unnest($1::text[]) AS q(name)
+WHERE EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.state = 'available' AND j.queue = q.name AND j.run_at <= now() AND j.kind = ANY($2::text[]))
+  AND NOT EXISTS (SELECT 1 FROM ${s}.queues p WHERE p.name = q.name AND p.paused)`,
+    ),
     registerKinds: set.plain<
       never,
       [kinds: string[], queues: string[], priorities: number[], maxAttempts: number[], atMostOnce: boolean[], dedupeScopes: string[], dedupeWithinMs: (number | null)[]]
@@ -150,6 +161,12 @@ export class QueueQueries {
       failed: r.failed,
       oldestAvailable: r.oldest_available,
     }));
+  }
+
+  /** The queues among `queues` with a job of `kinds` due now, paused ones left out (the worker's idle poll). */
+  async due(p: { queues: readonly string[]; kinds: readonly string[] }): Promise<string[]> {
+    const rows = await run(this.db, this.st.due, [p.queues, p.kinds]);
+    return rows.map((r) => r.name);
   }
 
   /** Registers kinds and their defaults for SQL callers. */

@@ -32,6 +32,8 @@ export type NightshiftEvent =
   | ({ type: 'job.lease-lost'; why: string } & JobEventFields)
   | ({ type: 'job.handler-stuck'; cause: string; graceMs: number } & JobEventFields)
   | { type: 'worker.claimed'; queue: string; asked: number; count: number }
+  /** One idle poll of the process: the queues it asked about (their fetchers found nothing), and those with a due job. */
+  | { type: 'worker.polled'; queues: readonly string[]; due: readonly string[] }
   /** A limited claim passed over `waiting` due jobs of the queue because a fleet-wide limit was full (0: none waits any more). */
   | { type: 'worker.limited'; queue: string; waiting: number; wakeInMs: number | undefined }
   | { type: 'listener.connected' }

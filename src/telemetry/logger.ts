@@ -75,6 +75,7 @@ const LEVEL: Record<NightshiftEvent['type'], 'trace' | 'debug' | 'info' | 'warn'
   'job.handler-stuck': 'error',
   'schema.newer': 'warn',
   'worker.claimed': 'trace',
+  'worker.polled': 'trace',
   'worker.limited': 'trace',
   'listener.connected': 'debug',
   'listener.lost': 'warn',

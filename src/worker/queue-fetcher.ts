@@ -4,6 +4,7 @@ import type { Timer } from '../lifecycle/clock.js';
 import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import type { ActiveJob } from './active-jobs.js';
 import type { LimitPlan } from './limit-plan.js';
+import type { QueueProbe } from './queue-probe.js';
 import type { Slots } from './slots.js';
 
 /** What a fetcher is built from. */
@@ -28,6 +29,12 @@ export interface FetcherOptions extends ServiceOptions {
    * free slots only as retarget() allows. Undefined: the plain claim.
    */
   limits?: LimitPlan;
+  /**
+   * The process's idle poll: once a claim finds nothing, the fetcher waits for it (or a wake-up)
+   * instead of polling on its own, so an idle process sends one statement per poll interval
+   * whatever its number of queues. Undefined: the fetcher polls on its own timer.
+   */
+  probe?: QueueProbe;
 }
 
 /** What the fetcher needs from its worker. */
@@ -91,6 +98,8 @@ export class QueueFetcher extends BaseService {
   private wasLimited = false;
   /** Learn the next due time after the next empty claim: at start (jobs delayed before this process started), and after the listener (re)connected. */
   private probeDue = true;
+  /** The last claim found jobs: the queue just ran out of work (the idle probe polls soon again). */
+  private hadWork = false;
   private readonly db: Database;
   private readonly global: Slots;
   private readonly local: Slots;
@@ -307,6 +316,7 @@ export class QueueFetcher extends BaseService {
         await this.sleep(this.idleMs);
         continue;
       }
+      if (rows.length === n) this.hadWork = true;
       this.claimMs = 0.7 * this.claimMs + 0.3 * (this.clock.monotonic() - sentAt);
       this.host.onClaimed(this.o.queue, n, rows.length);
       if (rows.length > 1) rows.sort(claimOrder);
@@ -334,7 +344,12 @@ export class QueueFetcher extends BaseService {
       // window that opens has its wake-up (wakeIn); polling is only the fallback.
       if (limited > 0) this.idleMs = this.o.maxPollMs;
       if (rows.length === 0 && this.probeDue) await this.learnNextDue();
-      await this.sleep(this.idleMs);
+      const fresh = this.hadWork;
+      this.hadWork = rows.length > 0;
+      // Nothing due here: wait for the process's one idle poll rather than poll alone; a limit
+      // that held due jobs back keeps them out of the probe for a poll interval (no spinning).
+      if (rows.length === 0 && this.o.probe) await this.sleep(Infinity, { fresh, ...(limited > 0 ? { holdMs: this.o.maxPollMs } : {}) });
+      else await this.sleep(this.idleMs);
     }
   }
 
@@ -352,8 +367,11 @@ export class QueueFetcher extends BaseService {
     }
   }
 
-  /** Sleeps until `ms` pass or a wake-up arrives (one that came during the claim counts). */
-  private sleep(ms: number): Promise<void> {
+  /**
+   * Sleeps until `ms` pass or a wake-up arrives (one that came during the claim counts); with
+   * `probed`, until the idle probe finds a due job here or a wake-up arrives.
+   */
+  private sleep(ms: number, probed?: { fresh: boolean; holdMs?: number }): Promise<void> {
     if (this.woken || this.stopping) {
       this.woken = false;
       return Promise.resolve();
@@ -364,10 +382,13 @@ export class QueueFetcher extends BaseService {
         this.timer = undefined;
         this.wake_ = undefined;
         this.woken = false;
+        if (probed) this.o.probe?.leave(this.o.queue);
         resolve();
       };
       this.wake_ = done;
-      this.timer = this.clock.setTimeout(done, ms);
+      if (!probed || !this.o.probe?.join(this.o.queue, () => this.wake(), probed)) {
+        this.timer = this.clock.setTimeout(done, Number.isFinite(ms) ? ms : this.idleMs);
+      }
     });
   }
 }

@@ -13,6 +13,7 @@ import { JobRunner } from './job-runner.js';
 import type { LimitPlan } from './limit-plan.js';
 import { Outcomes } from './outcomes.js';
 import { QueueFetcher } from './queue-fetcher.js';
+import { QueueProbe } from './queue-probe.js';
 import { Slots } from './slots.js';
 import { StartMarks } from './start-marks.js';
 
@@ -66,6 +67,8 @@ export class Worker extends BaseService {
   private readonly runner: JobRunner;
   private readonly outcomes: Outcomes;
   private readonly heartbeat: PeriodicTask;
+  /** The one idle poll of all the queues (a fetcher that finds nothing waits for it). */
+  private readonly probe: QueueProbe;
   /** Jobs whose handler was dispatched, until their outcome is written. */
   private readonly runs = new Map<ActiveJob, Promise<void>>();
   /** Leases held at most (running, waiting for a slot, or being completed): back-pressure on claims. */
@@ -129,6 +132,12 @@ export class Worker extends BaseService {
       jitter: 0,
       clock: this.clock,
     });
+    this.probe = new QueueProbe({ database: db, kinds: settings.kinds, minPollMs: settings.minPollMs, maxPollMs: settings.maxPollMs, onError: onError('idle poll'),
+      onPolled: (queues, due) => {
+        if (events.wants('worker.polled')) events.emit({ type: 'worker.polled', queues, due });
+      },
+      clock: this.clock,
+    });
     for (const [queue, limit] of settings.queues) {
       const local = new Slots(Math.min(limit, settings.concurrency));
       const fetcher: QueueFetcher = new QueueFetcher({
@@ -140,6 +149,7 @@ export class Worker extends BaseService {
         minPollMs: settings.minPollMs,
         maxPollMs: settings.maxPollMs,
         prefetch: settings.prefetch,
+        probe: this.probe,
         global: this.global,
         local,
         ...(settings.limits?.get(queue) ? { limits: settings.limits.get(queue)! } : {}),
@@ -184,6 +194,7 @@ export class Worker extends BaseService {
 
   protected async onStart(): Promise<void> {
     await this.heartbeat.start();
+    await this.probe.start();
     for (const f of this.fetchers.values()) await f.start();
     this.events.emit({ type: 'worker.started', owner: this.settings.owner, queues: this.queues, concurrency: this.settings.concurrency });
   }
@@ -212,6 +223,7 @@ export class Worker extends BaseService {
   protected async onStop(): Promise<void> {
     this.events.emit({ type: 'worker.stopping', owner: this.settings.owner, running: this.active.size });
     await Promise.all([...this.fetchers.values()].map((f) => f.stop()));
+    await this.probe.stop();
     if (!(await this.settle(this.settings.shutdownGraceMs))) {
       const reason = new ShutdownError(this.settings.shutdownGraceMs);
       for (const job of this.active.all()) job.interrupt(reason);

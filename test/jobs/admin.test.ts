@@ -127,12 +127,15 @@ describe('admin operations', () => {
     await operator.pauseQueue('pausable', { actor: 'erin', reason: 'provider down' });
     await worker.enqueue(job, { n: 1 });
     let emptyClaims = 0;
+    let polls = 0;
     worker.on((e) => {
       if (e.type === 'worker.claimed' && e.queue === 'pausable' && e.count === 0) emptyClaims++;
+      // The process's idle poll asks about the queue and does not find the paused queue's job due.
+      if (e.type === 'worker.polled' && e.queues.includes('pausable') && !e.due.includes('pausable')) polls++;
     });
     await worker.start();
-    // The worker polls the paused queue with a job in it and claims nothing.
-    await waitFor('three claims of the paused queue', () => emptyClaims >= 3);
+    // The worker claims the paused queue with a job in it, finds nothing, and its polls pass it over.
+    await waitFor('a claim and three polls of the paused queue', () => emptyClaims >= 1 && polls >= 3);
     expect((await operator.listQueues()).find((qq) => qq.name === 'pausable')).toMatchObject({ paused: true, available: 1, running: 0 });
     await operator.resumeQueue('pausable', { actor: 'erin' });
     await waitFor('the job to run after resume', () => ran.length === 1);

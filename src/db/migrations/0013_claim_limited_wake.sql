@@ -1,0 +1,229 @@
+-- nightshift:compatible — replaces one function with the same arguments and results: older code reads it as before.
+-- 0013: claim_limited's `wake_in_ms` is NULL unless a full rate window held a job back. 0011 returned
+-- greatest(v_wake, 1), and greatest() ignores NULL, so a claim that only a full concurrency limit
+-- held back said "look again in 1 ms": the worker's due-time timer then claimed again at once,
+-- a queue under a full concurrency limit claiming as fast as its round trip allowed while its
+-- jobs waited (found by counting the statements of an idle process, test/jobs/idle-probe.test.ts).
+-- A freed slot notifies (jobs_limit_freed), so that queue needs no timer. The body is 0011's with
+-- the two result rows changed.
+CREATE OR REPLACE FUNCTION claim_limited(
+  p_queue     text,
+  p_kinds     text[],
+  p_limit     integer,
+  p_owner     text,
+  p_lease_ms  float8,
+  p_start_now integer,
+  p_names     text[],   -- every limit this claim may take a slot of: its kinds' and its queue's
+  p_defaults  jsonb,    -- kind -> keys of a job that carries none (enqueued by SQL, the CLI, older code)
+  p_queue_keys text[]   -- the queue's own limits, held by every job claimed here
+) RETURNS TABLE (id text, kind text, queue text, state text, payload jsonb, attempt integer, max_attempts integer,
+                 at_most_once boolean, lease_token text, trace_context jsonb, waited_ms float8, priority integer,
+                 expires_in_ms float8, wake_in_ms float8, limited integer)
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+  t timestamptz;
+  r record;
+  k text;
+  nm text;
+  maxes jsonb := '{}';     -- limit name -> max
+  pers jsonb := '{}';      -- rate limit name -> per_ms
+  used jsonb := '{}';      -- key -> slots in use: running jobs (concurrency), starts in the window (rate), with this claim's
+  oldest jsonb := '{}';    -- rate key -> epoch ms of the oldest start in its window
+  took jsonb := '{}';      -- rate key -> jobs this claim starts under it
+  effs jsonb := '{}';      -- job id -> its keys, for the jobs whose stored keys change
+  full_keys text[] := '{}';
+  keys text[];
+  taken bigint[] := '{}';
+  expired bigint[] := '{}';
+  ok boolean;
+  v_limited integer := 0;
+  v_wake float8;
+  cnt integer;
+  first_at timestamptz;
+BEGIN
+  IF EXISTS (SELECT 1 FROM queues q WHERE q.name = p_queue AND q.paused) THEN RETURN; END IF;
+  PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || s.n, 0))
+  FROM (SELECT DISTINCT n FROM unnest(p_names) n ORDER BY n) s;
+  -- Under the locks: the time of this claim's starts, in the order the locks were granted (now()
+  -- is when the transaction began, possibly before another claimer's commit).
+  t := clock_timestamp();
+
+  FOR r IN SELECT l.name, l.type, l.max, l.per_ms FROM limits l WHERE l.name = ANY (p_names) LOOP
+    maxes := maxes || jsonb_build_object(r.name, r.max);
+    IF r.type = 'rate' THEN pers := pers || jsonb_build_object(r.name, r.per_ms); END IF;
+  END LOOP;
+  IF maxes = '{}' THEN p_names := '{}'; END IF;
+
+  -- Concurrency slots in use: running jobs (every running job holds a lease: jobs_lease).
+  FOR r IN SELECT e.k, count(*)::integer AS n FROM jobs j, unnest(j.limit_keys) e(k)
+           WHERE j.lease_expires_at IS NOT NULL AND j.state = 'running' AND j.limit_keys IS NOT NULL
+             AND split_part(e.k, '#', 1) = ANY (p_names)
+           GROUP BY e.k LOOP
+    IF NOT pers ? split_part(r.k, '#', 1) THEN
+      used := used || jsonb_build_object(r.k, r.n);
+      IF r.n >= (maxes ->> split_part(r.k, '#', 1))::integer THEN full_keys := full_keys || r.k; END IF;
+    END IF;
+  END LOOP;
+  -- Rate keys whose window is full: passed over by the scan, and the earliest reopening noted.
+  FOR r IN SELECT w.name, w.key, w.full_until FROM limit_windows w
+           WHERE w.name = ANY (p_names) AND w.full_until > t AND pers ? w.name LOOP
+    k := CASE WHEN r.key = '' THEN r.name ELSE r.name || '#' || r.key END;
+    full_keys := full_keys || k;
+    v_wake := least(v_wake, extract(epoch FROM r.full_until - t) * 1000);
+  END LOOP;
+
+  -- A full limit of the queue itself: nothing of it can start (deadlines are left to the sweep).
+  IF p_queue_keys && full_keys THEN
+    SELECT count(*)::integer INTO v_limited FROM (
+      SELECT 1 FROM jobs j WHERE j.state = 'available' AND j.queue = p_queue AND j.run_at <= now() AND j.kind = ANY (p_kinds) LIMIT 1000) x;
+    RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer, NULL::boolean,
+      NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, (CASE WHEN v_wake IS NOT NULL THEN greatest(v_wake, 1) END)::float8, v_limited;
+    RETURN;
+  END IF;
+
+  -- Fast path, the common case of limits that are not hit: when the first p_limit due jobs all
+  -- fit (no limit would pass one over), take them with one set-based statement instead of the
+  -- job-by-job loop below. Same jobs, same order, same slots as the loop would take.
+  WITH c AS (
+    -- keys: as stored, else the kind's defaults, then the queue's (a retried job may carry them already).
+    SELECT j.id, j.priority, j.run_at, j.expires_at IS NOT NULL AND j.expires_at <= now() AS exp,
+           j.limit_keys IS NULL OR cardinality(p_queue_keys) > 0 AS rewrite,
+           coalesce(j.limit_keys, ARRAY(SELECT jsonb_array_elements_text(p_defaults -> j.kind))) || p_queue_keys AS keys
+    FROM jobs j
+    WHERE j.state = 'available' AND j.queue = p_queue AND j.run_at <= now() AND j.kind = ANY (p_kinds)
+      AND (j.limit_keys IS NULL OR NOT j.limit_keys && full_keys)
+    ORDER BY j.priority, j.run_at, j.id
+    LIMIT p_limit
+  ), need AS (
+    SELECT e.k, split_part(e.k, '#', 1) AS nm, count(DISTINCT c.id)::integer AS n
+    FROM c, unnest(c.keys) e(k)
+    WHERE NOT c.exp AND maxes ? split_part(e.k, '#', 1)
+    GROUP BY e.k
+  )
+  SELECT NOT EXISTS (
+           SELECT 1 FROM need
+           WHERE need.n + CASE WHEN pers ? need.nm THEN (
+               SELECT coalesce(sum(x.c), 0)::integer FROM limit_windows w, unnest(w.starts, w.counts) x(s, c)
+               WHERE w.name = need.nm AND w.key = substr(need.k, length(need.nm) + 2)
+                 AND x.s > t - (pers ->> need.nm)::bigint * interval '1 millisecond')
+             ELSE coalesce((used ->> need.k)::integer, 0) END > (maxes ->> need.nm)::integer),
+         coalesce((SELECT array_agg(c.id ORDER BY c.priority, c.run_at, c.id) FROM c WHERE NOT c.exp), '{}'),
+         coalesce((SELECT array_agg(c.id ORDER BY c.priority, c.run_at, c.id) FROM c WHERE c.exp), '{}'),
+         -- Only the jobs whose stored keys change (see the UPDATE below).
+         -- (a job of a kind without limits has no keys: '[]', never a JSON null the UPDATE cannot unnest)
+         coalesce((SELECT jsonb_object_agg(c.id::text, coalesce((SELECT jsonb_agg(DISTINCT e ORDER BY e) FROM unnest(c.keys) e), '[]'::jsonb)) FROM c WHERE NOT c.exp AND c.rewrite), '{}'),
+         coalesce((SELECT jsonb_object_agg(need.k, need.n) FROM need WHERE pers ? need.nm), '{}')
+  INTO ok, taken, expired, effs, took;
+
+  -- Some limit would pass a job over: job by job, in claim order.
+  IF NOT ok THEN
+    taken := '{}';
+    expired := '{}';
+    effs := '{}';
+    took := '{}';
+    FOR r IN SELECT j.id, j.kind, j.expires_at, j.limit_keys AS keys FROM jobs j
+             WHERE j.state = 'available' AND j.queue = p_queue AND j.run_at <= now() AND j.kind = ANY (p_kinds)
+               AND (j.limit_keys IS NULL OR NOT j.limit_keys && full_keys)
+             ORDER BY j.priority, j.run_at, j.id
+             LIMIT greatest(p_limit * 20, 1000) LOOP
+      IF r.expires_at IS NOT NULL AND r.expires_at <= now() THEN
+        expired := expired || r.id;
+        EXIT WHEN cardinality(taken) + cardinality(expired) >= p_limit;
+        CONTINUE;
+      END IF;
+      keys := ARRAY(SELECT DISTINCT e FROM unnest(coalesce(r.keys, ARRAY(SELECT jsonb_array_elements_text(p_defaults -> r.kind))) || p_queue_keys) e ORDER BY e);
+      ok := true;
+      FOREACH k IN ARRAY keys LOOP
+        nm := split_part(k, '#', 1);
+        CONTINUE WHEN NOT maxes ? nm;
+        IF pers ? nm AND NOT used ? k THEN
+          SELECT coalesce(sum(x.c), 0)::integer, min(x.s) INTO cnt, first_at
+          FROM limit_windows w, unnest(w.starts, w.counts) x(s, c)
+          WHERE w.name = nm AND w.key = substr(k, length(nm) + 2) AND x.s > t - (pers ->> nm)::bigint * interval '1 millisecond';
+          used := used || jsonb_build_object(k, cnt);
+          oldest := oldest || jsonb_build_object(k, extract(epoch FROM coalesce(first_at, t)) * 1000);
+        END IF;
+        IF coalesce((used ->> k)::integer, 0) >= (maxes ->> nm)::integer THEN
+          ok := false;
+          IF pers ? nm THEN
+            v_wake := least(v_wake, (oldest ->> k)::float8 + (pers ->> nm)::float8 - extract(epoch FROM t) * 1000);
+          END IF;
+        END IF;
+      END LOOP;
+      IF NOT ok THEN
+        v_limited := v_limited + 1;
+        CONTINUE;
+      END IF;
+      FOREACH k IN ARRAY keys LOOP
+        nm := split_part(k, '#', 1);
+        CONTINUE WHEN NOT maxes ? nm;
+        used := jsonb_set(used, ARRAY[k], to_jsonb(coalesce((used ->> k)::integer, 0) + 1));
+        IF pers ? nm THEN
+          took := jsonb_set(took, ARRAY[k], to_jsonb(coalesce((took ->> k)::integer, 0) + 1));
+          IF NOT oldest ? k OR (oldest ->> k) IS NULL THEN oldest := oldest || jsonb_build_object(k, extract(epoch FROM t) * 1000); END IF;
+        END IF;
+      END LOOP;
+      taken := taken || r.id;
+      IF r.keys IS NULL OR cardinality(p_queue_keys) > 0 THEN effs := effs || jsonb_build_object(r.id::text, to_jsonb(keys)); END IF;
+      EXIT WHEN cardinality(taken) + cardinality(expired) >= p_limit;
+    END LOOP;
+  END IF;
+
+  -- Due jobs the scan passed over for a full key (bounded: an indication for the operator and the
+  -- worker, not an exact backlog).
+  IF cardinality(taken) + cardinality(expired) < p_limit AND cardinality(full_keys) > 0 THEN
+    SELECT v_limited + count(*)::integer INTO v_limited FROM (
+      SELECT 1 FROM jobs j WHERE j.state = 'available' AND j.queue = p_queue AND j.run_at <= now() AND j.kind = ANY (p_kinds)
+        AND j.limit_keys && full_keys LIMIT 1000) x;
+  END IF;
+
+  -- This claim's starts join their windows; starts that left the window are dropped.
+  FOR r IN SELECT e.key AS k, e.value::integer AS n FROM jsonb_each_text(took) e LOOP
+    nm := split_part(r.k, '#', 1);
+    INSERT INTO limit_windows AS w (name, key, starts, counts)
+    VALUES (nm, substr(r.k, length(nm) + 2), ARRAY[t], ARRAY[r.n])
+    ON CONFLICT (name, key) DO UPDATE SET
+      starts = ARRAY(SELECT x.s FROM unnest(w.starts, w.counts) x(s, c) WHERE x.s > t - (pers ->> nm)::bigint * interval '1 millisecond' ORDER BY x.s) || t,
+      counts = ARRAY(SELECT x.c FROM unnest(w.starts, w.counts) x(s, c) WHERE x.s > t - (pers ->> nm)::bigint * interval '1 millisecond' ORDER BY x.s) || r.n;
+    -- Full: when the oldest entries have left so that fewer than max starts remain.
+    UPDATE limit_windows w SET full_until = (
+      SELECT min(x.s) + (pers ->> nm)::bigint * interval '1 millisecond'
+      FROM (SELECT u.s, sum(u.c) OVER (ORDER BY u.s ROWS UNBOUNDED PRECEDING) AS cum, sum(u.c) OVER () AS total
+            FROM unnest(w.starts, w.counts) u(s, c)) x
+      WHERE x.total >= (maxes ->> nm)::integer AND x.total - x.cum < (maxes ->> nm)::integer)
+    WHERE w.name = nm AND w.key = substr(r.k, length(nm) + 2);
+  END LOOP;
+
+  RETURN QUERY
+  UPDATE jobs j SET
+    state = 'running',
+    attempt = j.attempt + 1,
+    lease_token = nextval('lease_token_seq'),
+    lease_owner = p_owner,
+    lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
+    started_at = CASE WHEN j.at_most_once THEN NULL WHEN j.id = ANY (taken[1:p_start_now]) THEN t END,
+    -- The keys it holds while it runs, when they are not the stored ones (a job without keys, a
+    -- queue's limits): what the slot counts and the operator's views read.
+    limit_keys = CASE WHEN effs ? j.id::text THEN nullif(ARRAY(SELECT jsonb_array_elements_text(effs -> j.id::text)), '{}') ELSE j.limit_keys END
+  WHERE j.id = ANY (taken) AND j.state = 'available'
+  RETURNING j.id::text, j.kind, j.queue, j.state::text, j.payload, j.attempt, j.max_attempts, j.at_most_once,
+            j.lease_token::text, j.trace_context, (extract(epoch FROM now() - j.run_at) * 1000)::float8, j.priority::integer,
+            (extract(epoch FROM j.expires_at - now()) * 1000)::float8, NULL::float8, NULL::integer;
+
+  IF cardinality(expired) > 0 THEN
+    RETURN QUERY
+    UPDATE jobs j SET state = 'expired', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+      reason = 'not started before its deadline ' || j.expires_at::text
+    WHERE j.id = ANY (expired) AND j.state = 'available'
+    RETURNING j.id::text, j.kind, j.queue, j.state::text, j.payload, j.attempt, j.max_attempts, j.at_most_once,
+              j.lease_token::text, j.trace_context, (extract(epoch FROM now() - j.run_at) * 1000)::float8, j.priority::integer,
+              (extract(epoch FROM j.expires_at - now()) * 1000)::float8, NULL::float8, NULL::integer;
+  END IF;
+
+  IF v_limited > 0 OR v_wake IS NOT NULL THEN
+    RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer, NULL::boolean,
+      NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, (CASE WHEN v_wake IS NOT NULL THEN greatest(v_wake, 1) END)::float8, v_limited;
+  END IF;
+END
+$$;
