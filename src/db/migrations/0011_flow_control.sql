@@ -98,7 +98,10 @@ CREATE FUNCTION claim_limited(
 ) RETURNS TABLE (id text, kind text, queue text, state text, payload jsonb, attempt integer, max_attempts integer,
                  at_most_once boolean, lease_token text, trace_context jsonb, waited_ms float8, priority integer,
                  expires_in_ms float8, wake_in_ms float8, limited integer)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+-- Generic plans for its statements: with `auto`, PostgreSQL kept planning some of them anew on
+-- every call (a custom plan per call cost about a fifth of the claim, bench/NOTES.md section 13);
+-- their generic plans are the index scans the custom ones are.
+LANGUAGE plpgsql SET search_path FROM CURRENT SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
   t timestamptz;
