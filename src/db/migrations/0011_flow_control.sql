@@ -123,6 +123,7 @@ DECLARE
   v_wake float8;
   cnt integer;
   least_max integer;       -- the smallest concurrency limit of this claim
+  counted_room boolean := false; -- the bounded count proved that no concurrency key can fill in this claim
   first_at timestamptz;
 BEGIN
   IF EXISTS (SELECT 1 FROM queues q WHERE q.name = p_queue AND q.paused) THEN RETURN; END IF;
@@ -147,7 +148,8 @@ BEGIN
     SELECT count(*)::integer INTO cnt FROM (
       SELECT 1 FROM jobs j WHERE j.lease_expires_at IS NOT NULL AND j.state = 'running' AND j.limit_keys IS NOT NULL
       LIMIT greatest(least_max - p_limit + 1, 0)) x;
-    IF cnt + p_limit > least_max THEN
+    counted_room := cnt + p_limit <= least_max;
+    IF NOT counted_room THEN
       -- One statement, not a loop over the keys: a plpgsql iteration per key (and a jsonb map
       -- grown key by key) cost more than the count itself.
       SELECT coalesce(jsonb_object_agg(u.k, u.n), '{}'),
@@ -199,7 +201,8 @@ BEGIN
     WHERE NOT c.exp AND maxes ? split_part(e.k, '#', 1)
     GROUP BY e.k
   )
-  SELECT NOT EXISTS (
+  -- (`need` is not even computed when the bounded count proved room and no rate limit applies.)
+  SELECT (counted_room AND pers = '{}') OR NOT EXISTS (
            SELECT 1 FROM need
            WHERE need.n + CASE WHEN pers ? need.nm THEN (
                SELECT coalesce(sum(x.c), 0)::integer FROM limit_windows w, unnest(w.starts, w.counts) x(s, c)
@@ -211,7 +214,7 @@ BEGIN
          -- Only the jobs whose stored keys change (see the UPDATE below).
          -- (a job of a kind without limits has no keys: '[]', never a JSON null the UPDATE cannot unnest)
          coalesce((SELECT jsonb_object_agg(c.id::text, coalesce((SELECT jsonb_agg(DISTINCT e ORDER BY e) FROM unnest(c.keys) e), '[]'::jsonb)) FROM c WHERE NOT c.exp AND c.rewrite), '{}'),
-         coalesce((SELECT jsonb_object_agg(need.k, need.n) FROM need WHERE pers ? need.nm), '{}')
+         CASE WHEN pers = '{}' THEN '{}'::jsonb ELSE coalesce((SELECT jsonb_object_agg(need.k, need.n) FROM need WHERE pers ? need.nm), '{}') END
   INTO ok, taken, expired, effs, took;
 
   -- Some limit would pass a job over: job by job, in claim order.
