@@ -39,12 +39,12 @@ try {
     console.log(`\n=== ${title}\n${rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')}`);
   };
   await c.query('BEGIN');
-  await explain('claim', 'claim', st.claim.text, 'text, text[], int, text, float8, int', `'default', ARRAY['bench.noop'], ${batch}, 'me', 30000, ${batch}`);
+  await explain('claim', 'claim', st.claim.text, 'text, text[], int, text, float8', `'default', ARRAY['bench.noop'], ${batch}, 'me', 30000`);
   const { rows } = await c.query<{ id: string; lease_token: string }>(`SELECT id::text, lease_token::text FROM ${schema}.jobs WHERE state = 'running' LIMIT ${batch}`);
   const ids = `ARRAY[${rows.map((r) => r.id).join(',')}]::bigint[]`;
   const tokens = `ARRAY[${rows.map((r) => r.lease_token).join(',')}]::bigint[]`;
   await explain('heartbeat', 'heartbeat', st.heartbeat.text, 'bigint[], bigint[], float8', `${ids}, ${tokens}, 30000`);
-  await explain('complete', 'complete', st.complete.text, 'bigint[], bigint[]', `${ids}, ${tokens}`);
+  await explain('complete', 'complete', st.complete.text, 'bigint[], bigint[], float8[]', `${ids}, ${tokens}, array_fill(0::float8, ARRAY[cardinality(${ids})])`);
   await c.query('ROLLBACK');
   await c.end();
 } finally {

@@ -45,7 +45,7 @@ try {
   await db.limits.register(noop.limits.map(limitRow));
   const plan = limitPlan([noop], [])!;
   const claim = (c: pg.Client, n: number) =>
-    c.query({ text: db.limits.statements.claim.text, values: ['default', ['bench.noop'], n, 'me', 30000, n, plan.names, JSON.stringify(plan.defaults), plan.queueKeys] });
+    c.query({ text: db.limits.statements.claim.text, values: ['default', ['bench.noop'], n, 'me', 30000, 0, plan.names, JSON.stringify(plan.defaults), plan.queueKeys] });
   await handle.close();
   const c = new pg.Client({ connectionString: server.url });
   await c.connect();
@@ -74,9 +74,9 @@ try {
     await c.query('ROLLBACK');
   }
   // The plain claim on the same table, for comparison (the worker's statement for an unlimited queue).
-  const plain = (n: number) => c.query({ text: db.jobs.statements.claim.text, values: ['default', ['bench.noop'], n, 'me', 30000, n] });
+  const plain = (n: number) => c.query({ text: db.jobs.statements.claim.text, values: ['default', ['bench.noop'], n, 'me', 30000] });
   await c.query('BEGIN');
-  const { rows } = await c.query({ text: `EXPLAIN (ANALYZE, BUFFERS) ${db.jobs.statements.claim.text}`, values: ['default', ['bench.noop'], Number(values.batch), 'me', 30000, Number(values.batch)] });
+  const { rows } = await c.query({ text: `EXPLAIN (ANALYZE, BUFFERS) ${db.jobs.statements.claim.text}`, values: ['default', ['bench.noop'], Number(values.batch), 'me', 30000] });
   console.log(`\n=== plain claim\n${rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')}`);
   await c.query('ROLLBACK');
   for (let i = 0; i < 5; i++) {

@@ -82,8 +82,8 @@ try {
       let done = 0;
       const claimOnce = (n: number) =>
         limited
-          ? pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.limits.statements.claim, values: ['default', ['bench.noop'], n, 'cost', 30_000, n, plan!.names, JSON.stringify(plan!.defaults), plan!.queueKeys] })
-          : pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.jobs.statements.claim, values: ['default', ['bench.noop'], n, 'cost', 30_000, n] });
+          ? pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.limits.statements.claim, values: ['default', ['bench.noop'], n, 'cost', 30_000, 0, plan!.names, JSON.stringify(plan!.defaults), plan!.queueKeys] })
+          : pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.jobs.statements.claim, values: ['default', ['bench.noop'], n, 'cost', 30_000] });
       // Jobs that stay running through the measure (claimed, never completed), not counted in it.
       if (running > 0) await claimOnce(running);
       const lsn0 = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
@@ -98,7 +98,7 @@ try {
         claimMs += performance.now() - c0;
         if (r.rows.length === 0) break;
         const c1 = performance.now();
-        await pool.pool.query({ ...db.jobs.statements.complete, values: [r.rows.map((x) => x.id!), r.rows.map((x) => x.lease_token)] });
+        await pool.pool.query({ ...db.jobs.statements.complete, values: [r.rows.map((x) => x.id!), r.rows.map((x) => x.lease_token), r.rows.map(() => 0)] });
         completeMs += performance.now() - c1;
         done += r.rows.length;
       }

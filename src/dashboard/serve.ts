@@ -8,11 +8,13 @@ export { isLoopback };
 
 /**
  * Refuses to listen beyond loopback without authentication (NS_DASHBOARD_NO_AUTH, exit 2 from
- * the CLI): a dashboard open to the network would let anyone retry, cancel and read jobs.
+ * the CLI): a dashboard open to the network would let anyone retry, cancel and read jobs. `via`
+ * words the hint for the caller: `'cli'` points at nightshift.config.ts, `'api'` (the default)
+ * at createDashboard's `auth` option.
  */
-export function checkBind(host: string | undefined, dashboard: Pick<Dashboard, 'authenticated'>): void {
+export function checkBind(host: string | undefined, dashboard: Pick<Dashboard, 'authenticated'>, via: 'cli' | 'api' = 'api'): void {
   const h = host ?? '127.0.0.1';
-  if (!isLoopback(h) && !dashboard.authenticated) throw new DashboardNoAuthError(h);
+  if (!isLoopback(h) && !dashboard.authenticated) throw new DashboardNoAuthError(h, via);
 }
 
 /** A running standalone dashboard. */

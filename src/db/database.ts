@@ -14,11 +14,24 @@ import { ProcessQueries } from './processes.js';
 import { QueueQueries } from './queues.js';
 import { ScheduleQueries } from './schedules.js';
 import { serverConnections, type ServerConnections } from './server-info.js';
+import { PipelineArtifactQueries } from './pipelines-artifacts.js';
+import { PipelineMaintenanceQueries } from './pipelines-maintenance.js';
+import { PipelineRunQueries } from './pipelines-runs.js';
+import { PipelineStepQueries } from './pipelines-steps.js';
 import { PreparedStatements, StatementSet, type PreparedStatementsMode, type PreparedStatementsOff } from './statements.js';
 import { TestJobQueries } from './test-jobs.js';
 import { validateSchemaName } from './identifiers.js';
 import { WatchdogQueries } from './watchdog.js';
 import { WatchdogBuiltinQueries } from './watchdog-builtins.js';
+
+/** The statements of the pipeline tables, one group per table (`db.pipelines.runs.lock({ tx, id })`). */
+export interface PipelineTableQueries {
+  readonly runs: PipelineRunQueries;
+  readonly steps: PipelineStepQueries;
+  readonly artifacts: PipelineArtifactQueries;
+  /** The sweep (deadlines, stale and unhosted steps, publication, pruning), follow-ups and savepoints. */
+  readonly maintenance: PipelineMaintenanceQueries;
+}
 
 /**
  * The database of one client: its pool, and every statement of its schema bound to that pool
@@ -52,6 +65,8 @@ export class Database {
   readonly search: JobSearchQueries;
   /** The per-minute aggregates of the charts. */
   readonly stats: JobStatsQueries;
+  /** Runs, steps, artifacts and the sweep of pipelines. */
+  readonly pipelines: PipelineTableQueries;
   readonly channels: { jobs: string; control: string };
   /** The schema's statement builder (the prepared-statement policy every statement shares). */
   readonly statements: StatementSet;
@@ -86,6 +101,12 @@ export class Database {
     this.watchdogBuiltins = new WatchdogBuiltinQueries(db, set);
     this.search = new JobSearchQueries(db, set);
     this.stats = new JobStatsQueries(db, set);
+    this.pipelines = {
+      runs: new PipelineRunQueries(db, set),
+      steps: new PipelineStepQueries(db, set),
+      artifacts: new PipelineArtifactQueries(db, set),
+      maintenance: new PipelineMaintenanceQueries(db, set),
+    };
   }
 
   /** The statements of nightshift/testing (made on first use: no worker needs them). */

@@ -75,6 +75,28 @@ LEFT JOIN ins b ON a.id IS NULL AND b.kind = i.kind AND b.dedupe_key = i.dedupe_
 ORDER BY i.ord`;
 }
 
+/** The parameters of an `enqueue_job()` call ($1 to $12, in order), as {@link ENQUEUE_CALL} reads them. */
+type ViaSqlParams = [
+  kind: string,
+  payload: string,
+  queue: string | null,
+  runAt: Date | null,
+  priority: number | null,
+  maxAttempts: number | null,
+  dedupeKey: string | null,
+  debounceMs: number | null,
+  expiresAt: Date | null,
+  maxAgeMs: number | null,
+  delayMs: number | null,
+  traceContext: string | null,
+];
+
+/** The call of the schema's `enqueue_job()` with {@link ViaSqlParams}, as a FROM item named `e`. */
+const ENQUEUE_CALL = (s: string) => `${s}.enqueue_job($1, $2::jsonb, queue => $3, run_at => $4, priority => $5,
+          max_attempts => $6, dedupe_key => $7, debounce => $8::float8 * interval '1 millisecond',
+          expires_at => coalesce($9, now() + $10::float8 * interval '1 millisecond'),
+          trace_context => $12::jsonb, delay => $11::float8 * interval '1 millisecond') e`;
+
 /** The insert statements of one schema. */
 export function jobInsertStatements(set: StatementSet) {
   return {
@@ -102,56 +124,14 @@ SELECT id::text, false AS deduped FROM input ORDER BY ord`,
         `, CASE WHEN a.id IS NULL THEN pg_notify('${set.schema}:jobs', i.queue || ' ' || ceil(coalesce(i.delay_ms, 0))::bigint) END AS notified`,
       ),
     ),
-    viaSql: set.named<
-      JobInsertResult,
-      [
-        kind: string,
-        payload: string,
-        queue: string | null,
-        runAt: Date | null,
-        priority: number | null,
-        maxAttempts: number | null,
-        dedupeKey: string | null,
-        debounceMs: number | null,
-        expiresAt: Date | null,
-        maxAgeMs: number | null,
-        delayMs: number | null,
-        traceContext: string | null,
-      ]
-    >(
-      'job_enqueue_sql',
-      (s) => `SELECT e.job_id::text AS id, e.deduped FROM ${s}.enqueue_job($1, $2::jsonb, queue => $3, run_at => $4, priority => $5,
-          max_attempts => $6, dedupe_key => $7, debounce => $8::float8 * interval '1 millisecond',
-          expires_at => coalesce($9, now() + $10::float8 * interval '1 millisecond'),
-          trace_context => $12::jsonb, delay => $11::float8 * interval '1 millisecond') e`,
-    ),
+    viaSql: set.named<JobInsertResult, ViaSqlParams>('job_enqueue_sql', (s) => `SELECT e.job_id::text AS id, e.deduped FROM ${ENQUEUE_CALL(s)}`),
     // The same, for a job of a limited kind: the limit keys computed from its payload are set by
     // set_limit_keys in the same statement (so no claim sees the job without them), only on a job
     // this call inserted.
-    viaSqlLimited: set.named<
-      JobInsertResult,
-      [
-        kind: string,
-        payload: string,
-        queue: string | null,
-        runAt: Date | null,
-        priority: number | null,
-        maxAttempts: number | null,
-        dedupeKey: string | null,
-        debounceMs: number | null,
-        expiresAt: Date | null,
-        maxAgeMs: number | null,
-        delayMs: number | null,
-        traceContext: string | null,
-        limitKeys: readonly string[],
-      ]
-    >(
+    viaSqlLimited: set.named<JobInsertResult, [...ViaSqlParams, limitKeys: readonly string[]]>(
       'job_enqueue_sql_limited',
       (s) => `SELECT e.job_id::text AS id, e.deduped, ${s}.set_limit_keys(e.job_id, $13::text[], NOT e.deduped) AS stamped
-        FROM ${s}.enqueue_job($1, $2::jsonb, queue => $3, run_at => $4, priority => $5,
-          max_attempts => $6, dedupe_key => $7, debounce => $8::float8 * interval '1 millisecond',
-          expires_at => coalesce($9, now() + $10::float8 * interval '1 millisecond'),
-          trace_context => $12::jsonb, delay => $11::float8 * interval '1 millisecond') e`,
+        FROM ${ENQUEUE_CALL(s)}`,
     ),
     // Throttle (a dedupe-key mode): the first enqueue of a key takes it for $2 ms, in
     // dedupe_keys (namespaced by a \x01 prefix, so it never meets a key of the other scopes);
@@ -247,38 +227,12 @@ export class JobInsertQueries {
    * function says itself whether an existing job absorbed the call.
    */
   async viaSql(r: SqlEnqueueRow & { db?: Executor }): Promise<JobInsertResult> {
+    const values: ViaSqlParams = [r.kind, r.payload, r.queue, r.runAt, r.priority, r.maxAttempts, r.dedupeKey, r.debounceMs, r.expiresAt, r.maxAgeMs, r.delayMs, r.traceContext ?? null];
     if (r.limitKeys) {
-      const [row] = await run(r.db ?? this.pool, this.statements.viaSqlLimited, [
-        r.kind,
-        r.payload,
-        r.queue,
-        r.runAt,
-        r.priority,
-        r.maxAttempts,
-        r.dedupeKey,
-        r.debounceMs,
-        r.expiresAt,
-        r.maxAgeMs,
-        r.delayMs,
-        r.traceContext ?? null,
-        r.limitKeys,
-      ]);
+      const [row] = await run(r.db ?? this.pool, this.statements.viaSqlLimited, [...values, r.limitKeys]);
       return { id: row!.id, deduped: row!.deduped };
     }
-    const [row] = await run(r.db ?? this.pool, this.statements.viaSql, [
-      r.kind,
-      r.payload,
-      r.queue,
-      r.runAt,
-      r.priority,
-      r.maxAttempts,
-      r.dedupeKey,
-      r.debounceMs,
-      r.expiresAt,
-      r.maxAgeMs,
-      r.delayMs,
-      r.traceContext ?? null,
-    ]);
+    const [row] = await run(r.db ?? this.pool, this.statements.viaSql, values);
     return row!;
   }
 }

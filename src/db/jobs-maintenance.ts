@@ -13,44 +13,60 @@ export interface RescuedRow {
   owner: string | null;
 }
 
+/**
+ * How many times a lease may expire on a job whose start was never recorded before that attempt
+ * counts (see the rescue statement): a crash right after a claim is rare, a handler that crashes
+ * its process at once would otherwise run forever.
+ */
+export const UNSTARTED_RESCUES = 3;
+
 /** Leader-free maintenance statements: each is one atomic UPDATE or DELETE, safe to run on many processes at once. */
 export function jobMaintenanceStatements(set: StatementSet) {
   return {
-    // Expired leases. A job whose handler never started (started_at is NULL: it waited in the
-    // worker for a slot, or an at-most-once job whose start was not recorded) goes back to
-    // available with its attempt returned, whatever its delivery: a crash never uses up an attempt
-    // of a job that did not run (issue 11, bug 3). Otherwise at-least-once jobs go back to
-    // available (the attempt counts; discarded when none is left) and at-most-once jobs are
-    // abandoned for an operator. SKIP LOCKED so two rescuers never fight, and a job a worker is
-    // completing right now is left to that worker.
+    // Expired leases. A job whose start was never recorded (started_at is NULL: the claim records
+    // none, and the worker records it once the handler has run a moment, or before an at-most-once
+    // handler runs) goes back to available with its attempt returned, whatever its delivery: a
+    // crash never uses up an attempt of a job that did not run (issue 11, bug 3). Otherwise
+    // at-least-once jobs go back to available (the attempt counts; discarded when none is left)
+    // and at-most-once jobs are abandoned for an operator. An at-least-once handler that kills its
+    // process within MARK_DELAY_MS of starting also leaves no start: so that such a job cannot
+    // loop forever, its attempt is given back only UNSTARTED_RESCUES times (counted in its error
+    // history, the entries marked `unstarted`), and counts from then on. SKIP LOCKED so two
+    // rescuers never fight, and a job a worker is completing right now is left to that worker.
     rescue: set.plain<RescuedRow, [limit: number, channel: string]>(
       (s) => `
 WITH expired AS (
-  SELECT id, lease_owner FROM ${s}.jobs
+  SELECT id, lease_owner,
+         started_at IS NULL AND (at_most_once OR (
+           SELECT count(*) FROM jsonb_array_elements(coalesce(errors, '[]'::jsonb)) e WHERE e @> '{"unstarted": true}') < ${UNSTARTED_RESCUES}) AS unstarted
+  FROM ${s}.jobs
   WHERE state = 'running' AND lease_expires_at < now()
   ORDER BY lease_expires_at
   LIMIT $1
   FOR UPDATE SKIP LOCKED
 ), upd AS (
   UPDATE ${s}.jobs j SET
-    state = CASE WHEN j.started_at IS NULL THEN 'available'
+    state = CASE WHEN x.unstarted THEN 'available'
                  WHEN j.at_most_once THEN 'abandoned'
                  WHEN j.attempt >= j.max_attempts THEN 'discarded' ELSE 'available' END::${s}.job_state,
-    attempt = CASE WHEN j.started_at IS NULL THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
+    attempt = CASE WHEN x.unstarted THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
     run_at = now(),
     errors = ${s}.append_error(j.errors, jsonb_build_object(
       'attempt', j.attempt, 'at', now(), 'kind', 'lease-expired',
       'message', 'lease expired: worker ' || coalesce(j.lease_owner, '?') || ' stopped renewing it (crashed, paused or cut off)'
-                 || CASE WHEN j.started_at IS NULL THEN ' before the handler started' ELSE '' END)),
-    reason = CASE WHEN j.started_at IS NULL THEN j.reason
+                 || CASE WHEN x.unstarted THEN ' before the handler started; the attempt is given back'
+                         WHEN j.started_at IS NULL THEN ' with no start recorded, ${UNSTARTED_RESCUES} times before: the attempt counts'
+                         ELSE '' END)
+      || CASE WHEN x.unstarted THEN '{"unstarted": true}'::jsonb ELSE '{}'::jsonb END),
+    reason = CASE WHEN x.unstarted THEN j.reason
                   WHEN j.at_most_once THEN 'at-most-once job abandoned: its worker ' || coalesce(j.lease_owner, '?') || ' stopped while it ran'
                   WHEN j.attempt >= j.max_attempts THEN 'attempts exhausted (last one lost its lease)'
                   ELSE j.reason END,
-    finished_at = CASE WHEN j.started_at IS NOT NULL AND (j.at_most_once OR j.attempt >= j.max_attempts) THEN now() END,
-    ${keyRelease(s, 'j', 'j.started_at IS NULL OR (NOT j.at_most_once AND j.attempt < j.max_attempts)')},
+    finished_at = CASE WHEN NOT x.unstarted AND (j.at_most_once OR j.attempt >= j.max_attempts) THEN now() END,
+    ${keyRelease(s, 'j', 'x.unstarted OR (NOT j.at_most_once AND j.attempt < j.max_attempts)')},
     lease_owner = NULL, lease_expires_at = NULL
-  FROM expired WHERE j.id = expired.id
-  RETURNING j.id, j.kind, j.queue, j.state, j.attempt, expired.lease_owner AS owner
+  FROM expired x WHERE j.id = x.id
+  RETURNING j.id, j.kind, j.queue, j.state, j.attempt, x.lease_owner AS owner
 )
 SELECT id::text, kind, queue, state, attempt, owner,
        CASE WHEN state = 'available' THEN pg_notify($2, queue) END AS notified

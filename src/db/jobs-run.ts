@@ -43,7 +43,13 @@ export const HISTORY_COLUMNS =
   'id, kind, queue, state, priority, run_at, payload, attempt, max_attempts, at_most_once, dedupe_key, expires_at, lease_token, ' +
   'lease_owner, lease_expires_at, errors, reason, trace_context, created_at, started_at, finished_at, dedupe_scope, dedupe_given, progress';
 
-/** The completion: fenced DELETE from `jobs`, INSERT of the finished row into `jobs_history`, one statement. */
+/**
+ * The completion: fenced DELETE from `jobs`, INSERT of the finished row into `jobs_history`, one
+ * statement. $3 holds how long each handler had run (ms, same order as $1 and $2): a job that
+ * finished before its start was marked gets `now() - ran` as its start. The join is of the
+ * deleted rows with the parameters, on (id, token) — a token belongs to one claim — never of the
+ * parameters with `jobs` (see FENCED).
+ */
 function completeToHistory(s: string, more: string): string {
   return `
 WITH ${more}done AS (
@@ -51,16 +57,21 @@ WITH ${more}done AS (
   RETURNING j.*
 ), kept AS (
   INSERT INTO ${s}.jobs_history (${HISTORY_COLUMNS})
-  SELECT id, kind, queue, 'completed', priority, run_at, payload, attempt, max_attempts, at_most_once, dedupe_key, expires_at, lease_token,
-         NULL, NULL, errors, reason, trace_context, created_at, coalesce(started_at, now()), now(), dedupe_scope, dedupe_given, progress
-  FROM done
+  SELECT d.id, kind, queue, 'completed', priority, run_at, payload, attempt, max_attempts, at_most_once, dedupe_key, expires_at, lease_token,
+         NULL, NULL, errors, reason, trace_context, created_at, coalesce(started_at, now() - coalesce(r.ran, 0) * interval '1 millisecond'), now(),
+         dedupe_scope, dedupe_given, progress
+  FROM done d LEFT JOIN unnest($1::bigint[], $2::bigint[], $3::float8[]) AS r(id, token, ran) ON r.id = d.id AND r.token = d.lease_token
 )
 SELECT lease_token::text AS token FROM done`;
 }
 
-/** Records that held jobs' handlers started (ids and tokens in the given parameters), fenced like FENCED. */
-const MARK = (s: string, ids: string, tokens: string) => `
-UPDATE ${s}.jobs m SET started_at = now()
+/**
+ * Records that handlers started (ids, tokens and how many ms ago each started, in the given
+ * parameters), fenced like FENCED. `array_position` finds a row's age in a batch of at most a
+ * worker's running jobs (no join on the arrays, for the reason FENCED gives).
+ */
+const MARK = (s: string, ids: string, tokens: string, ages: string) => `
+UPDATE ${s}.jobs m SET started_at = now() - (${ages}::float8[])[array_position(${ids}::bigint[], m.id)] * interval '1 millisecond'
 WHERE m.id = ANY(${ids}::bigint[]) AND m.lease_token = ANY(${tokens}::bigint[]) AND m.state = 'running' AND m.started_at IS NULL`;
 
 /** A row naming a job by id. */
@@ -69,8 +80,14 @@ type IdRow = { id: string };
 type TokenRow = { token: string };
 /** Ids in $1 and their lease tokens in $2, in the same order. */
 type Pairs = [ids: readonly string[], tokens: readonly string[]];
-/** Pairs, and start marks in $3 and $4 (see MARK). */
-type MarkedPairs = [ids: readonly string[], tokens: readonly string[], markIds: readonly string[], markTokens: readonly string[]];
+/** Start marks: ids, tokens and ages in ms (see MARK). */
+type MarkTriples = [ids: readonly string[], tokens: readonly string[], agesMs: readonly number[]];
+/** Pairs, and start marks in $3, $4 and $5 (see MARK). */
+type MarkedPairs = [ids: readonly string[], tokens: readonly string[], markIds: readonly string[], markTokens: readonly string[], markAgesMs: readonly number[]];
+/** Pairs and each handler's run time in ms ($3, see completeToHistory). */
+type RanPairs = [ids: readonly string[], tokens: readonly string[], ranMs: readonly number[]];
+/** RanPairs, and start marks in $4, $5 and $6 (see MARK). */
+type MarkedRanPairs = [ids: readonly string[], tokens: readonly string[], ranMs: readonly number[], markIds: readonly string[], markTokens: readonly string[], markAgesMs: readonly number[]];
 
 /** The worker's statements of one schema: the hot path, every write fenced by the lease token. */
 export function jobRunStatements(set: StatementSet) {
@@ -81,13 +98,13 @@ export function jobRunStatements(set: StatementSet) {
     // The UPDATE finds the picked rows through `id = ANY (ARRAY(...))`, a primary-key index scan:
     // joining the CTE instead let the generic plan (which guesses the LIMIT at 10 % of the table)
     // hash-join a sequential scan of every row, finished ones included.
-    // started_at records that a handler started. Only the first $6 rows in claim order (the ones
-    // the worker starts at once) get it here; the rest wait in the worker for a slot, and their
-    // start is recorded when it happens (the `marks` of the completion statements), so a crash
-    // gives back the attempt of a job that never ran (issue 11, bug 3). `(ARRAY(...))[1:$6]` is an
-    // InitPlan run once; `= ANY` over it costs $6 comparisons per row. An at-most-once job gets no
-    // started_at here: the worker records its start before the handler runs (jobStart).
-    claim: set.named<ClaimedRow, [queue: string, kinds: readonly string[], limit: number, owner: string, leaseMs: number, startNow: number]>(
+    // started_at records that a handler started, so the claim leaves it empty: the worker records
+    // each start itself (Completer start marks, batched with completions; an at-most-once job
+    // before its handler runs, jobStart). A process killed after the claim committed and before a
+    // handler ran — its reply in flight, or frozen and then killed — leaves started_at NULL, and
+    // the rescuer gives that attempt back (issue 11, bug 3). A job that expires in the claim
+    // keeps the start it had.
+    claim: set.named<ClaimedRow, [queue: string, kinds: readonly string[], limit: number, owner: string, leaseMs: number]>(
       'job_claim',
       (s) => `
 WITH picked AS (
@@ -104,8 +121,7 @@ UPDATE ${s}.jobs j SET
   lease_token = CASE WHEN j.expires_at <= now() THEN j.lease_token ELSE nextval('${s}.lease_token_seq') END,
   lease_owner = CASE WHEN j.expires_at <= now() THEN NULL ELSE $4 END,
   lease_expires_at = CASE WHEN j.expires_at <= now() THEN NULL ELSE now() + $5::float8 * interval '1 millisecond' END,
-  started_at = CASE WHEN j.expires_at <= now() THEN j.started_at WHEN j.at_most_once THEN NULL
-                    WHEN j.id = ANY ((ARRAY(SELECT id FROM picked))[1:$6::int]) THEN now() END,
+  started_at = CASE WHEN j.expires_at <= now() THEN j.started_at END,
   finished_at = CASE WHEN j.expires_at <= now() THEN now() END,
   reason = CASE WHEN j.expires_at <= now() THEN 'not started before its deadline ' || j.expires_at::text ELSE j.reason END
 WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
@@ -139,11 +155,11 @@ RETURNING id::text`,
     // index entries in `jobs`; the history insert lands at the end of today's partition, with one
     // entry in its id index. A job that started from the worker's held jobs and finishes before its
     // start mark was written gets its start here (within one batch of the truth).
-    complete: set.named<TokenRow, Pairs>('job_complete', (s) => completeToHistory(s, '')),
+    complete: set.named<TokenRow, RanPairs>('job_complete', (s) => completeToHistory(s, '')),
     // The same, carrying the start marks of other jobs ($3 ids, $4 tokens: held jobs whose handler
     // started since the last write) in the same statement, so recording starts costs no round trip.
     // The two sets are disjoint (the worker leaves a job that completes out of the marks).
-    completeMarked: set.named<TokenRow, MarkedPairs>('job_complete_marked', (s) => completeToHistory(s, `marked AS (${MARK(s, '$3', '$4')}), `)),
+    completeMarked: set.named<TokenRow, MarkedRanPairs>('job_complete_marked', (s) => completeToHistory(s, `marked AS (${MARK(s, '$4', '$5', '$6')}), `)),
     // With completed jobs kept for no time (retention.completed = 0): the completion deletes the
     // row, fenced the same way. A DELETE writes no new row version and no index entries.
     completeDelete: set.named<TokenRow, Pairs>(
@@ -156,13 +172,13 @@ RETURNING j.lease_token::text AS token`,
     completeDeleteMarked: set.named<TokenRow, MarkedPairs>(
       'job_complete_delete_marked',
       (s) => `
-WITH marked AS (${MARK(s, '$3', '$4')})
+WITH marked AS (${MARK(s, '$3', '$4', '$5')})
 DELETE FROM ${s}.jobs j
 WHERE ${FENCED}
 RETURNING j.lease_token::text AS token`,
     ),
     // Start marks alone, when no completion carried them soon enough.
-    mark: set.named<never, Pairs>('job_mark_started', (s) => MARK(s, '$1', '$2')),
+    mark: set.named<never, MarkTriples>('job_mark_started', (s) => MARK(s, '$1', '$2', '$3')),
     // One failed attempt: back to available after a delay, or held, or discarded. Fenced by token.
     fail: set.named<IdRow, [id: string, token: string, state: FailOutcome['state'], delayMs: number, error: string, reason: string | null, grantAttempt: boolean]>(
       'job_fail',
@@ -234,10 +250,11 @@ SELECT r.id::text, r.state, pg_notify($5, r.queue) IS NULL AS notified FROM r`,
 }
 export type JobRunStatements = ReturnType<typeof jobRunStatements>;
 
-/** Held jobs whose handlers started, to record with the next write: ids and tokens, in the same order. */
+/** Jobs whose handlers started, to record with the next write: ids, tokens and how long ago each started (ms), in the same order. */
 export interface StartMarks {
   ids: string[];
   tokens: string[];
+  agesMs: number[];
 }
 
 /** The outcome of one failed attempt, decided by the jobs layer. */
@@ -264,8 +281,6 @@ export interface ClaimParams {
   kinds: readonly string[];
   /** Jobs to claim at most. */
   limit: number;
-  /** How many of them, first in claim order, the worker starts at once (recorded as started). */
-  startNow: number;
   /** The lease's owner (the worker). */
   owner: string;
   leaseMs: number;
@@ -295,11 +310,11 @@ export class JobRunQueries {
   }
 
   /**
-   * Claims up to `limit` jobs of `kinds` from `queue` under a lease owned by `owner`; the first
-   * `startNow` in claim order are recorded as started (the worker runs them at once).
+   * Claims up to `limit` jobs of `kinds` from `queue` under a lease owned by `owner`. None is
+   * recorded as started: the worker records each start when its handler runs.
    */
   claim(p: ClaimParams): Promise<ClaimedRow[]> {
-    return run(this.db, this.statements.claim, [p.queue, p.kinds, p.limit, p.owner, p.leaseMs, p.startNow]);
+    return run(this.db, this.statements.claim, [p.queue, p.kinds, p.limit, p.owner, p.leaseMs]);
   }
 
   /** Records that the handlers of these claimed jobs start now; returns the lease tokens that still held. */
@@ -315,20 +330,21 @@ export class JobRunQueries {
 
   /**
    * Completes jobs (or deletes them, with `remove`), recording `marks` in the same statement;
-   * returns the lease tokens that still held (the others were refused).
+   * `ranMs` says how long each handler ran (the start of a job no mark recorded). Returns the
+   * lease tokens that still held (the others were refused).
    */
-  async complete(p: Leases & { remove?: boolean; marks?: StartMarks }): Promise<Set<string>> {
+  async complete(p: Leases & { ranMs: readonly number[]; remove?: boolean; marks?: StartMarks }): Promise<Set<string>> {
     const st = this.statements;
-    const marks = p.marks !== undefined && p.marks.ids.length > 0 ? p.marks : undefined;
-    const rows = marks
-      ? await run(this.db, p.remove ? st.completeDeleteMarked : st.completeMarked, [p.ids, p.tokens, marks.ids, marks.tokens])
-      : await run(this.db, p.remove ? st.completeDelete : st.complete, [p.ids, p.tokens]);
+    const m = p.marks !== undefined && p.marks.ids.length > 0 ? p.marks : undefined;
+    let rows: TokenRow[];
+    if (p.remove) rows = m ? await run(this.db, st.completeDeleteMarked, [p.ids, p.tokens, m.ids, m.tokens, m.agesMs]) : await run(this.db, st.completeDelete, [p.ids, p.tokens]);
+    else rows = m ? await run(this.db, st.completeMarked, [p.ids, p.tokens, p.ranMs, m.ids, m.tokens, m.agesMs]) : await run(this.db, st.complete, [p.ids, p.tokens, p.ranMs]);
     return new Set(rows.map((r) => r.token));
   }
 
-  /** Records that held jobs' handlers started (no completion carried the marks soon enough). */
+  /** Records that handlers started (no completion carried the marks soon enough). */
   async markStarted(marks: StartMarks): Promise<void> {
-    await run(this.db, this.statements.mark, [marks.ids, marks.tokens]);
+    await run(this.db, this.statements.mark, [marks.ids, marks.tokens, marks.agesMs]);
   }
 
   /** Records a failed attempt; false when the token was stale (the write was refused). */

@@ -18,7 +18,6 @@ export interface LimitedClaimParams {
   queue: string;
   kinds: readonly string[];
   limit: number;
-  startNow: number;
   owner: string;
   leaseMs: number;
   /** Every limit this claim may take a slot of (its kinds' and its queue's), by name. */
@@ -138,7 +137,8 @@ export class LimitQueries {
    * `names`: exact under concurrent claimers (see claim_limited in migration 0011).
    */
   async claim(p: LimitedClaimParams): Promise<LimitedClaim> {
-    const out = await run(this.db, this.statements.claim, [p.queue, p.kinds, p.limit, p.owner, p.leaseMs, p.startNow, p.names, JSON.stringify(p.defaults), p.queueKeys]);
+    // p_start_now 0: the claim records no start; the worker records each (see jobs-run.ts, claim).
+    const out = await run(this.db, this.statements.claim, [p.queue, p.kinds, p.limit, p.owner, p.leaseMs, 0, p.names, JSON.stringify(p.defaults), p.queueKeys]);
     const rows: ClaimedRow[] = [];
     let limited = 0;
     let wakeInMs: number | undefined;

@@ -22,6 +22,13 @@ export interface WaitingStepRow {
   kind: string;
 }
 
+/** A run whose deadline passed, as the sweep marks it. */
+export interface MissedDeadlineRow {
+  id: string;
+  pipeline: string;
+  deadline_at: Date;
+}
+
 /** A follow-up of a run. */
 export interface FollowUpRow {
   generation: number;
@@ -35,14 +42,14 @@ export interface FollowUpRow {
 export function pipelineMaintenanceStatements(set: StatementSet) {
   return {
     // Exactly once per run across the fleet: only the UPDATE that sets the mark returns the row.
-    deadlines: set.plain<{ id: string; pipeline: string; deadline_at: Date }>(
+    deadlines: set.plain<MissedDeadlineRow, []>(
       (s) => `UPDATE ${s}.pipeline_runs SET deadline_missed_at = now()
         WHERE state IN ('running', 'held') AND deadline_at < now() AND deadline_missed_at IS NULL
         RETURNING id::text, pipeline, deadline_at`,
     ),
     // Steps that wait on a job that finished without recording them, or is gone. Job states that
     // will still record (available, running) or wait for a person (held) are left alone.
-    stale: set.plain<StaleStepRow>(
+    stale: set.plain<StaleStepRow, [limit: number]>(
       (s) => `
 SELECT s.run_id::text, r.pipeline, s.step, s.item, s.job_id::text, j.state::text AS job_state, j.reason AS job_reason
 FROM ${s}.pipeline_steps s
@@ -56,12 +63,12 @@ LIMIT $1`,
     // Inside the reconciling transaction: the job's state again, locked, so a worker cannot record
     // the step meanwhile (its fence waits on this lock, then sees the job as it is).
     // A finished job may be in the history already (migration 0008): no lock needed there, it does not change.
-    jobState: set.plain<{ state: string; reason: string | null }>(
+    jobState: set.plain<{ state: string; reason: string | null }, [jobId: string]>(
       (s) => `WITH live AS (SELECT state, reason FROM ${s}.jobs WHERE id = $1 FOR UPDATE)
 SELECT state::text AS state, reason FROM live
 UNION ALL SELECT state::text, reason FROM ${s}.jobs_history WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM live)`,
     ),
-    waiting: set.plain<WaitingStepRow>(
+    waiting: set.plain<WaitingStepRow, [graceMs: number, limit: number]>(
       (s) => `
 SELECT s.run_id::text, r.pipeline, s.step, s.item, s.job_id::text, j.kind
 FROM ${s}.pipeline_steps s
@@ -71,107 +78,133 @@ WHERE s.state = 'ready'
 LIMIT $2`,
     ),
     // Which of these kinds some live process hosts (from the process registry).
-    hostedKinds: set.plain<{ kind: string }>(
+    hostedKinds: set.plain<{ kind: string }, [kinds: readonly string[], liveMs: number]>(
       (s) => `SELECT DISTINCT k AS kind FROM ${s}.processes p, jsonb_array_elements_text(coalesce(p.info->'kinds', '[]'::jsonb)) AS k
         WHERE p.last_seen_at > now() - $2::float8 * interval '1 millisecond' AND k = ANY($1::text[])`,
     ),
     // Inside the holding transaction: cancels the job of a step nobody can run, if still unclaimed.
-    cancelJob: set.plain(
+    cancelJob: set.plain<{ id: string }, [jobId: string, reason: string]>(
       (s) => `UPDATE ${s}.jobs SET state = 'cancelled', finished_at = now(), reason = $2 WHERE id = $1 AND state = 'available' RETURNING id::text`,
     ),
-    unpublished: set.plain<{ id: string }>(
+    unpublished: set.plain<{ id: string }, [graceMs: number, limit: number]>(
       (s) => `SELECT id::text FROM ${s}.pipeline_runs WHERE finished_at IS NOT NULL AND artifacts_published_at IS NULL
         AND finished_at < now() - $1::float8 * interval '1 millisecond' ORDER BY finished_at LIMIT $2`,
     ),
-    prunable: set.plain<{ id: string }>(
+    prunable: set.plain<{ id: string }, [pipeline: string, retentionMs: number, limit: number]>(
       (s) => `SELECT id::text FROM ${s}.pipeline_runs WHERE pipeline = $1 AND finished_at < now() - $2::float8 * interval '1 millisecond'
         AND state IN ('succeeded', 'failed', 'cancelled') ORDER BY finished_at LIMIT $3`,
     ),
-    followUpClaim: set.plain(
+    followUpClaim: set.plain<{ name: string }, [runId: string, generation: number, name: string]>(
       (s) => `INSERT INTO ${s}.pipeline_followups (run_id, generation, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING name`,
     ),
-    followUpSet: set.plain(
+    followUpSet: set.plain<never, [runId: string, generation: number, name: string, jobId: string | null, error: string | null]>(
       (s) => `UPDATE ${s}.pipeline_followups SET job_id = $4, error = $5 WHERE run_id = $1 AND generation = $2 AND name = $3`,
     ),
-    followUps: set.plain<FollowUpRow>(
+    followUps: set.plain<FollowUpRow, [runId: string]>(
       (s) => `SELECT generation, name, job_id::text AS job_id, error, created_at FROM ${s}.pipeline_followups WHERE run_id = $1 ORDER BY generation, created_at, name`,
     ),
   };
 }
 export type PipelineMaintenanceStatements = ReturnType<typeof pipelineMaintenanceStatements>;
 
-/** Marks runs past their deadline (once each) and returns them. */
-export function runDeadlinesMissed(db: Executor, st: PipelineMaintenanceStatements): Promise<{ id: string; pipeline: string; deadline_at: Date }[]> {
-  return run(db, st.deadlines, []);
-}
-
-/** Steps whose job finished without recording them, or is gone. */
-export function stepsStale(db: Executor, st: PipelineMaintenanceStatements, limit: number): Promise<StaleStepRow[]> {
-  return run(db, st.stale, [limit]);
-}
-
-/** A job's state and reason, locked for the transaction; undefined when it is gone. */
-export async function jobStateLocked(tx: Executor, st: PipelineMaintenanceStatements, jobId: string): Promise<{ state: string; reason: string | null } | undefined> {
-  return (await run(tx, st.jobState, [jobId]))[0];
-}
-
-/** Ready steps of running runs whose job has waited unclaimed for `graceMs`. */
-export function stepsWaiting(db: Executor, st: PipelineMaintenanceStatements, graceMs: number, limit: number): Promise<WaitingStepRow[]> {
-  return run(db, st.waiting, [graceMs, limit]);
-}
-
-/** The subset of `kinds` that a process seen within `liveMs` hosts. */
-export async function kindsHosted(db: Executor, st: PipelineMaintenanceStatements, kinds: readonly string[], liveMs: number): Promise<Set<string>> {
-  if (kinds.length === 0) return new Set();
-  return new Set((await run(db, st.hostedKinds, [kinds, liveMs])).map((r) => r.kind));
-}
-
-/** Cancels a step's job if no worker has claimed it; true when it did. */
-export async function jobCancelUnclaimed(tx: Executor, st: PipelineMaintenanceStatements, jobId: string, reason: string): Promise<boolean> {
-  return (await run(tx, st.cancelJob, [jobId, reason])).length === 1;
-}
-
-/** Finished runs whose artifacts were not published within `graceMs` of their end. */
-export async function runsUnpublished(db: Executor, st: PipelineMaintenanceStatements, graceMs: number, limit: number): Promise<string[]> {
-  return (await run(db, st.unpublished, [graceMs, limit])).map((r) => r.id);
-}
-
-/** Finished runs of `pipeline` older than its retention. */
-export async function runsPrunable(db: Executor, st: PipelineMaintenanceStatements, pipeline: string, retentionMs: number, limit: number): Promise<string[]> {
-  return (await run(db, st.prunable, [pipeline, retentionMs, limit])).map((r) => r.id);
-}
-
-/** Takes a follow-up's row for (run, generation, name); false when it was taken before (enqueued already). */
-export async function followUpClaim(tx: Executor, st: PipelineMaintenanceStatements, runId: string, generation: number, name: string): Promise<boolean> {
-  return (await run(tx, st.followUpClaim, [runId, generation, name])).length === 1;
-}
-
-/** Records a follow-up's job, or why it could not be enqueued. */
-export async function followUpSet(tx: Executor, st: PipelineMaintenanceStatements, runId: string, generation: number, name: string, jobId: string | null, error: string | null): Promise<void> {
-  await run(tx, st.followUpSet, [runId, generation, name, jobId, error]);
-}
-
-/** A run's follow-ups. */
-export function followUpList(db: Executor, st: PipelineMaintenanceStatements, runId: string): Promise<FollowUpRow[]> {
-  return run(db, st.followUps, [runId]);
+/** A follow-up's row: (run, generation, name). */
+export interface FollowUpRef {
+  runId: string;
+  generation: number;
+  name: string;
 }
 
 const SAVEPOINT = /^[a-z_]{1,40}$/;
 
-/** Sets a savepoint in the caller's transaction (its name: a fixed word of the caller's). */
-export async function savepoint(tx: Executor, name: string): Promise<void> {
-  if (!SAVEPOINT.test(name)) throw new Error(`not a savepoint name: ${name}`);
-  await run(tx, { text: `SAVEPOINT ${name}` }, []);
+/**
+ * The statements of the pipeline sweep and of follow-ups bound to the schema's pool. The sweep's
+ * reads run on the pool; what a reconciling, holding or ending transaction does takes it as `tx`.
+ */
+export class PipelineMaintenanceQueries {
+  private readonly st: PipelineMaintenanceStatements;
+
+  constructor(
+    private readonly pool: Executor,
+    set: StatementSet,
+  ) {
+    this.st = pipelineMaintenanceStatements(set);
+  }
+
+  /** Marks runs past their deadline (once each) and returns them. */
+  deadlinesMissed(): Promise<MissedDeadlineRow[]> {
+    return run(this.pool, this.st.deadlines, []);
+  }
+
+  /** Steps whose job finished without recording them, or is gone. */
+  stepsStale(p: { limit: number }): Promise<StaleStepRow[]> {
+    return run(this.pool, this.st.stale, [p.limit]);
+  }
+
+  /** A job's state and reason, locked for the rest of `tx`; undefined when it is gone. */
+  async jobStateLocked(p: { tx: Executor; jobId: string }): Promise<{ state: string; reason: string | null } | undefined> {
+    return (await run(p.tx, this.st.jobState, [p.jobId]))[0];
+  }
+
+  /** Ready steps of running runs whose job has waited unclaimed for `graceMs`. */
+  stepsWaiting(p: { graceMs: number; limit: number }): Promise<WaitingStepRow[]> {
+    return run(this.pool, this.st.waiting, [p.graceMs, p.limit]);
+  }
+
+  /** The subset of `kinds` that a process seen within `liveMs` hosts. */
+  async kindsHosted(p: { kinds: readonly string[]; liveMs: number; db?: Executor }): Promise<Set<string>> {
+    if (p.kinds.length === 0) return new Set();
+    return new Set((await run(p.db ?? this.pool, this.st.hostedKinds, [p.kinds, p.liveMs])).map((r) => r.kind));
+  }
+
+  /** Cancels a step's job in `tx` if no worker has claimed it; true when it did. */
+  async jobCancelUnclaimed(p: { tx: Executor; jobId: string; reason: string }): Promise<boolean> {
+    return (await run(p.tx, this.st.cancelJob, [p.jobId, p.reason])).length === 1;
+  }
+
+  /** Finished runs whose artifacts were not published within `graceMs` of their end. */
+  async runsUnpublished(p: { graceMs: number; limit: number }): Promise<string[]> {
+    return (await run(this.pool, this.st.unpublished, [p.graceMs, p.limit])).map((r) => r.id);
+  }
+
+  /** Finished runs of `pipeline` older than its retention. */
+  async runsPrunable(p: { pipeline: string; retentionMs: number; limit: number }): Promise<string[]> {
+    return (await run(this.pool, this.st.prunable, [p.pipeline, p.retentionMs, p.limit])).map((r) => r.id);
+  }
+
+  /** Takes a follow-up's row in `tx`; false when it was taken before (enqueued already). */
+  async followUpClaim(p: { tx: Executor; ref: FollowUpRef }): Promise<boolean> {
+    const r = p.ref;
+    return (await run(p.tx, this.st.followUpClaim, [r.runId, r.generation, r.name])).length === 1;
+  }
+
+  /** Records a follow-up's job, or why it could not be enqueued, in `tx`. */
+  async followUpSet(p: { tx: Executor; ref: FollowUpRef; jobId: string | null; error: string | null }): Promise<void> {
+    const r = p.ref;
+    await run(p.tx, this.st.followUpSet, [r.runId, r.generation, r.name, p.jobId, p.error]);
+  }
+
+  /** A run's follow-ups. */
+  followUps(p: { runId: string }): Promise<FollowUpRow[]> {
+    return run(this.pool, this.st.followUps, [p.runId]);
+  }
+
+  /** Sets a savepoint in the caller's transaction `tx` (its name: a fixed word of the caller's). */
+  async savepoint(p: { tx: Executor; name: string }): Promise<void> {
+    await run(p.tx, { text: `SAVEPOINT ${savepointName(p.name)}` }, []);
+  }
+
+  /** Releases a savepoint of `tx`. */
+  async savepointRelease(p: { tx: Executor; name: string }): Promise<void> {
+    await run(p.tx, { text: `RELEASE SAVEPOINT ${savepointName(p.name)}` }, []);
+  }
+
+  /** Rolls `tx` back to a savepoint: the transaction goes on without what followed it. */
+  async savepointRollback(p: { tx: Executor; name: string }): Promise<void> {
+    await run(p.tx, { text: `ROLLBACK TO SAVEPOINT ${savepointName(p.name)}` }, []);
+  }
 }
 
-/** Releases a savepoint. */
-export async function savepointRelease(tx: Executor, name: string): Promise<void> {
+function savepointName(name: string): string {
   if (!SAVEPOINT.test(name)) throw new Error(`not a savepoint name: ${name}`);
-  await run(tx, { text: `RELEASE SAVEPOINT ${name}` }, []);
-}
-
-/** Rolls back to a savepoint: the transaction goes on without what followed it. */
-export async function savepointRollback(tx: Executor, name: string): Promise<void> {
-  if (!SAVEPOINT.test(name)) throw new Error(`not a savepoint name: ${name}`);
-  await run(tx, { text: `ROLLBACK TO SAVEPOINT ${name}` }, []);
+  return name;
 }

@@ -59,7 +59,10 @@ export function pipelineRunStatements(set: StatementSet) {
   // returns the row that holds the key, whoever committed it. xmax = 0 only on a row this
   // statement inserted.
   const insert = (conflict: string) =>
-    set.plain<RunRow & { created: boolean }>(
+    set.plain<
+      RunRow & { created: boolean },
+      [pipeline: string, key: string, dryRun: boolean, input: string | null, graph: string, traceContext: string | null, startedBy: string | null, deadlineMs: number | null]
+    >(
       (s) => `
 INSERT INTO ${s}.pipeline_runs AS r (pipeline, key, dry_run, input, graph, trace_context, started_by, deadline_at)
 VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, now() + $8::float8 * interval '1 millisecond')
@@ -71,16 +74,16 @@ RETURNING ${COLUMNS}, (r.xmax = 0) AS created`,
     startDry: insert(`(pipeline, key) WHERE dry_run AND state IN ('running', 'held')`),
     // Every transition of a run or its steps takes this lock first (then job rows): transitions of
     // one run are serialised, and readiness can be decided from the steps' states.
-    lock: set.plain<RunRow>((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1 FOR UPDATE`),
-    get: set.plain<RunRow>((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1`),
+    lock: set.plain<RunRow, [id: string]>((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1 FOR UPDATE`),
+    get: set.plain<RunRow, [id: string]>((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1`),
     // A reader that must not see a publication half-done (verify) waits for its lock.
-    share: set.plain<RunRow>((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1 FOR SHARE`),
+    share: set.plain<RunRow, [id: string]>((s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.id = $1 FOR SHARE`),
     // The live run of a key, else (or with $3) its newest dry run.
-    find: set.plain<RunRow>(
+    find: set.plain<RunRow, [pipeline: string, key: string, dryRun: boolean | null]>(
       (s) => `SELECT ${COLUMNS} FROM ${s}.pipeline_runs r WHERE r.pipeline = $1 AND r.key = $2 AND ($3::boolean IS NULL OR r.dry_run = $3)
         ORDER BY r.dry_run, r.id DESC LIMIT 1`,
     ),
-    list: set.plain<RunListRow>(
+    list: set.plain<RunListRow, [pipeline: string | null, states: readonly string[] | null, key: string | null, dryRun: boolean | null, beforeId: string | null, limit: number, id: string | null]>(
       (s) => `
 SELECT r.id::text, r.pipeline, r.key, r.dry_run, r.state, r.generation, r.reason, r.error, r.warnings, r.started_by,
   r.deadline_at, r.deadline_missed_at, r.created_at, r.updated_at, r.finished_at, r.artifacts_published_at,
@@ -92,15 +95,13 @@ WHERE ($1::text IS NULL OR r.pipeline = $1) AND ($2::text[] IS NULL OR r.state =
 ORDER BY r.id DESC LIMIT $6`,
     ),
     // A run's end: state, reason and error, warnings counted from its failed optional steps ($5).
-    finish: set.plain(
+    finish: set.plain<{ id: string; finished_at: Date }, [id: string, state: RunEnd['state'], reason: string | null, error: string | null, warnings: number]>(
       (s) => `UPDATE ${s}.pipeline_runs SET state = $2, reason = $3, error = $4::jsonb, warnings = $5, finished_at = now(), updated_at = now()
         WHERE id = $1 AND state IN ('running', 'held') RETURNING id::text, finished_at`,
     ),
-    hold: set.plain(
-      (s) => `UPDATE ${s}.pipeline_runs SET state = 'held', reason = $2, updated_at = now() WHERE id = $1 AND state = 'running' RETURNING id::text`,
-    ),
+    hold: set.plain<{ id: string }, [id: string, reason: string]>((s) => `UPDATE ${s}.pipeline_runs SET state = 'held', reason = $2, updated_at = now() WHERE id = $1 AND state = 'running' RETURNING id::text`),
     // Rerun and restart: back to running ($2 the new generation, $3 whether the deadline restarts).
-    resume: set.plain(
+    resume: set.plain<{ id: string }, [id: string, generation: number, deadlineMs: number | null]>(
       (s) => `
 UPDATE ${s}.pipeline_runs SET state = 'running', generation = $2, reason = NULL, error = NULL, warnings = 0, finished_at = NULL,
   artifacts_published_at = NULL, updated_at = now(),
@@ -108,49 +109,14 @@ UPDATE ${s}.pipeline_runs SET state = 'running', generation = $2, reason = NULL,
   deadline_missed_at = CASE WHEN $3::float8 IS NULL THEN deadline_missed_at END
 WHERE id = $1 RETURNING id::text`,
     ),
-    published: set.plain((s) => `UPDATE ${s}.pipeline_runs SET artifacts_published_at = now() WHERE id = $1 AND finished_at IS NOT NULL AND artifacts_published_at IS NULL`),
-    remove: set.plain((s) => `DELETE FROM ${s}.pipeline_runs WHERE id = ANY($1::bigint[])`),
-    audit: set.plain(
+    published: set.plain<never, [id: string]>((s) => `UPDATE ${s}.pipeline_runs SET artifacts_published_at = now() WHERE id = $1 AND finished_at IS NOT NULL AND artifacts_published_at IS NULL`),
+    remove: set.plain<never, [ids: readonly string[]]>((s) => `DELETE FROM ${s}.pipeline_runs WHERE id = ANY($1::bigint[])`),
+    audit: set.plain<never, [actor: string, action: string, pipeline: string, key: string, reason: string | null, details: string]>(
       (s) => `INSERT INTO ${s}.audit_log (actor, action, target, reason, details) VALUES ($1, $2, 'pipeline:' || $3 || ':' || $4, $5, $6::jsonb)`,
     ),
   };
 }
 export type PipelineRunStatements = ReturnType<typeof pipelineRunStatements>;
-
-/** Starts a run, or returns the one that holds the key (`created` false). */
-export async function pipelineRunStart(db: Executor, st: PipelineRunStatements, r: RunInsert): Promise<RunRow & { created: boolean }> {
-  const [row] = await run(db, r.dryRun ? st.startDry : st.startLive, [
-    r.pipeline,
-    r.key,
-    r.dryRun,
-    r.input,
-    r.graph,
-    r.traceContext,
-    r.startedBy,
-    r.deadlineMs,
-  ]);
-  return row!;
-}
-
-/** Locks a run for a transition (inside a transaction); undefined when it is gone. */
-export async function pipelineRunLock(tx: Executor, st: PipelineRunStatements, id: string): Promise<RunRow | undefined> {
-  return (await run(tx, st.lock, [id]))[0];
-}
-
-/** A run by id, share-locked for the transaction (a publication in progress is waited for). */
-export async function pipelineRunShare(tx: Executor, st: PipelineRunStatements, id: string): Promise<RunRow | undefined> {
-  return (await run(tx, st.share, [id]))[0];
-}
-
-/** A run by id. */
-export async function pipelineRunGet(db: Executor, st: PipelineRunStatements, id: string): Promise<RunRow | undefined> {
-  return (await run(db, st.get, [id]))[0];
-}
-
-/** The live run of a key, else its newest dry run (`dryRun` narrows it to one of them). */
-export async function pipelineRunFind(db: Executor, st: PipelineRunStatements, pipeline: string, key: string, dryRun: boolean | null): Promise<RunRow | undefined> {
-  return (await run(db, st.find, [pipeline, key, dryRun]))[0];
-}
 
 /** Filters of a run listing. */
 export interface RunFilter {
@@ -163,47 +129,102 @@ export interface RunFilter {
   id?: string | null;
 }
 
-/** Runs, newest first. */
-export function pipelineRunList(db: Executor, st: PipelineRunStatements, f: RunFilter, limit: number): Promise<RunListRow[]> {
-  return run(db, st.list, [f.pipeline, f.states, f.key, f.dryRun, f.beforeId, limit, f.id ?? null]);
+/** How a run ends. */
+export interface RunEnd {
+  state: 'succeeded' | 'failed' | 'cancelled';
+  reason: string | null;
+  error: unknown;
+  warnings: number;
 }
 
-/** Ends a running (or held) run; false when it had ended already. */
-export async function pipelineRunFinish(
-  tx: Executor,
-  st: PipelineRunStatements,
-  id: string,
-  end: { state: 'succeeded' | 'failed' | 'cancelled'; reason: string | null; error: unknown; warnings: number },
-): Promise<boolean> {
-  const rows = await run(tx, st.finish, [id, end.state, end.reason, end.error === null || end.error === undefined ? null : JSON.stringify(end.error), end.warnings]);
-  return rows.length === 1;
+/** The audit entry of a manual action on a run. */
+export interface PipelineAuditEntry {
+  actor: string;
+  action: string;
+  pipeline: string;
+  key: string;
+  reason: string | null;
+  details: Record<string, unknown>;
 }
 
-/** Holds a running run with its reason; false when it was not running. */
-export async function pipelineRunHold(tx: Executor, st: PipelineRunStatements, id: string, reason: string): Promise<boolean> {
-  return (await run(tx, st.hold, [id, reason])).length === 1;
-}
+/**
+ * The statements of `pipeline_runs` bound to the schema's pool. Transitions run inside the
+ * caller's transaction (which holds the run's lock) and take it as `tx`; a read or write that may
+ * run either way takes it as an optional `db`.
+ */
+export class PipelineRunQueries {
+  private readonly st: PipelineRunStatements;
 
-/** Puts a run back to running, at `generation`; `deadlineMs` restarts its deadline (restart), null keeps it (rerun). */
-export async function pipelineRunResume(tx: Executor, st: PipelineRunStatements, id: string, generation: number, deadlineMs: number | null): Promise<void> {
-  await run(tx, st.resume, [id, generation, deadlineMs]);
-}
+  constructor(
+    private readonly pool: Executor,
+    set: StatementSet,
+  ) {
+    this.st = pipelineRunStatements(set);
+  }
 
-/** Records that a finished run's artifacts are published. */
-export async function pipelineRunPublished(db: Executor, st: PipelineRunStatements, id: string): Promise<void> {
-  await run(db, st.published, [id]);
-}
+  /** Starts a run in `tx`, or returns the one that holds the key (`created` false). */
+  async start(p: { tx: Executor; run: RunInsert }): Promise<RunRow & { created: boolean }> {
+    const r = p.run;
+    const [row] = await run(p.tx, r.dryRun ? this.st.startDry : this.st.startLive, [r.pipeline, r.key, r.dryRun, r.input, r.graph, r.traceContext, r.startedBy, r.deadlineMs]);
+    return row!;
+  }
 
-/** Deletes runs (their steps, history, artifacts, blobs and follow-ups go with them). */
-export async function pipelineRunRemove(db: Executor, st: PipelineRunStatements, ids: readonly string[]): Promise<void> {
-  if (ids.length) await run(db, st.remove, [ids]);
-}
+  /** Locks a run for a transition (for the rest of `tx`); undefined when it is gone. */
+  async lock(p: { tx: Executor; id: string }): Promise<RunRow | undefined> {
+    return (await run(p.tx, this.st.lock, [p.id]))[0];
+  }
 
-/** Writes the audit entry of a manual action on a run (`target` pipeline:<name>:<key>). */
-export async function pipelineAudit(
-  db: Executor,
-  st: PipelineRunStatements,
-  entry: { actor: string; action: string; pipeline: string; key: string; reason: string | null; details: Record<string, unknown> },
-): Promise<void> {
-  await run(db, st.audit, [entry.actor, entry.action, entry.pipeline, entry.key, entry.reason, JSON.stringify(entry.details)]);
+  /** A run by id, share-locked for the rest of `tx` (a publication in progress is waited for). */
+  async share(p: { tx: Executor; id: string }): Promise<RunRow | undefined> {
+    return (await run(p.tx, this.st.share, [p.id]))[0];
+  }
+
+  /** A run by id. */
+  async get(p: { id: string }): Promise<RunRow | undefined> {
+    return (await run(this.pool, this.st.get, [p.id]))[0];
+  }
+
+  /** The live run of a key, else its newest dry run (`dryRun` narrows it to one of them). */
+  async find(p: { pipeline: string; key: string; dryRun: boolean | null }): Promise<RunRow | undefined> {
+    return (await run(this.pool, this.st.find, [p.pipeline, p.key, p.dryRun]))[0];
+  }
+
+  /** Runs, newest first. */
+  list(p: { filter: RunFilter; limit: number; db?: Executor }): Promise<RunListRow[]> {
+    const f = p.filter;
+    return run(p.db ?? this.pool, this.st.list, [f.pipeline, f.states, f.key, f.dryRun, f.beforeId, p.limit, f.id ?? null]);
+  }
+
+  /** Ends a running (or held) run in `tx`; false when it had ended already. */
+  async finish(p: { tx: Executor; id: string; end: RunEnd }): Promise<boolean> {
+    const e = p.end;
+    const rows = await run(p.tx, this.st.finish, [p.id, e.state, e.reason, e.error === null || e.error === undefined ? null : JSON.stringify(e.error), e.warnings]);
+    return rows.length === 1;
+  }
+
+  /** Holds a running run with its reason, in `tx`; false when it was not running. */
+  async hold(p: { tx: Executor; id: string; reason: string }): Promise<boolean> {
+    return (await run(p.tx, this.st.hold, [p.id, p.reason])).length === 1;
+  }
+
+  /** Puts a run back to running at `generation`, in `tx`; `deadlineMs` restarts its deadline (restart), null keeps it (rerun). */
+  async resume(p: { tx: Executor; id: string; generation: number; deadlineMs: number | null }): Promise<void> {
+    await run(p.tx, this.st.resume, [p.id, p.generation, p.deadlineMs]);
+  }
+
+  /** Records in `tx` that a finished run's artifacts are published. */
+  async published(p: { tx: Executor; id: string }): Promise<void> {
+    await run(p.tx, this.st.published, [p.id]);
+  }
+
+  /** Deletes runs (their steps, history, artifacts, blobs and follow-ups go with them). */
+  async remove(p: { ids: readonly string[]; db?: Executor }): Promise<void> {
+    if (p.ids.length) await run(p.db ?? this.pool, this.st.remove, [p.ids]);
+  }
+
+  /** Writes the audit entry of a manual action on a run (`target` pipeline:<name>:<key>). */
+  async audit(p: { entry: PipelineAuditEntry; db?: Executor }): Promise<void> {
+    const e = p.entry;
+    await run(p.db ?? this.pool, this.st.audit, [e.actor, e.action, e.pipeline, e.key, e.reason, JSON.stringify(e.details)]);
+  }
 }

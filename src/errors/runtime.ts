@@ -40,9 +40,16 @@ export class PortUnavailableError extends NightshiftError {
 
 /** The dashboard was asked to listen beyond loopback without authentication configured. */
 export class DashboardNoAuthError extends NightshiftError {
-  constructor(host: string) {
+  /**
+   * @param via who asked: `cli` (`nightshift dashboard`, configured in nightshift.config.ts) or
+   *   `api` (`serveDashboard` in the caller's own code, configured by `createDashboard`'s options).
+   */
+  constructor(host: string, via: 'cli' | 'api' = 'api') {
     super('NS_DASHBOARD_NO_AUTH', `the dashboard would listen on ${host}, beyond this machine, with no authentication: anyone who reaches it could retry, cancel and read jobs`, {
-      hint: 'configure dashboard.auth in nightshift.config.ts (basic users, bearer tokens or your own function; docs/dashboard.md), or bind to 127.0.0.1 (the default)',
+      hint:
+        via === 'cli'
+          ? 'configure dashboard.auth in nightshift.config.ts (basic users, bearer tokens or your own function; docs/dashboard.md), or bind to 127.0.0.1 (the default; --host, dashboard.host)'
+          : 'pass auth to createDashboard(ns, { auth }) (basic users, bearer tokens or your own function; docs/dashboard.md), or serve it on 127.0.0.1 (serveDashboard\'s default host)',
     });
   }
 }

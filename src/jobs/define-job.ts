@@ -1,4 +1,5 @@
 import { ConfigError, unknownKey, type Issue } from '../errors.js';
+import { retentionIssues } from './retention.js';
 import type { Executor } from '../db/executor.js';
 import type { Backoff } from './retry-policy.js';
 import type { JobControl } from './job-control.js';
@@ -156,7 +157,6 @@ export interface JobDefinition<S extends PayloadSchema = PayloadSchema> {
 }
 
 const JOB_OPTION_KEYS = ['kind', 'payload', 'run', 'queue', 'priority', 'maxAttempts', 'backoff', 'timeoutMs', 'delivery', 'requiredEnv', 'dedupeScope', 'onResolve', 'retention', 'concurrency', 'rateLimit'];
-const RETENTION_STATES = ['completed', 'discarded', 'cancelled', 'expired'];
 
 /** Environment variable names: letters, digits and _, not starting with a digit. */
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -221,15 +221,7 @@ export function defineJob<S extends PayloadSchema>(options: JobOptions<S>): JobD
   }
   if (o.onResolve !== undefined && typeof o.onResolve !== 'function') issues.push({ path: 'onResolve', message: 'must be a function (resolution, tx) => …' });
   issues.push(...requiredEnvProblems(o.requiredEnv, 'requiredEnv'));
-  if (o.retention !== undefined) {
-    if (typeof o.retention !== 'object' || o.retention === null || Array.isArray(o.retention)) issues.push({ path: 'retention', message: 'must be an object such as { completed: 14 * 86_400_000 }' });
-    else {
-      for (const [state, ms] of Object.entries(o.retention)) {
-        if (!RETENTION_STATES.includes(state)) issues.push(unknownKey(`retention.${state}`, RETENTION_STATES.map((x) => `retention.${x}`)));
-        else if (ms !== false && !isInt(ms, 0, 100 * 365 * 86_400_000)) issues.push({ path: `retention.${state}`, message: 'must be a whole number of milliseconds ≥ 0 (up to 100 years), or false to keep them' });
-      }
-    }
-  }
+  if (o.retention !== undefined) issues.push(...retentionIssues(o.retention, 'retention'));
   const limits = resolveLimits(`kind:${String(o.kind)}`, o, issues);
   const label = typeof o.kind === 'string' ? `job "${o.kind}"` : 'job definition';
   if (issues.length) throw new ConfigError(label, issues);

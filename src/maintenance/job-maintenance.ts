@@ -1,8 +1,9 @@
 import type { Database } from '../db/database.js';
-import { OptionsInvalidError, unknownKey, type Issue } from '../errors.js';
+import { OptionsInvalidError } from '../errors.js';
 import type { JobState } from '../db/job-row.js';
 import type { EventBus } from '../telemetry/events.js';
 import type { KindRetention } from '../jobs/define-job.js';
+import { retentionIssues } from '../jobs/retention.js';
 
 /** How long finished jobs are kept, per state, in ms. `false` keeps them forever. */
 export type Retention = Partial<Record<'completed' | 'discarded' | 'cancelled' | 'expired', number | false>>;
@@ -16,22 +17,10 @@ export const DEFAULT_RETENTION: Required<Retention> = {
 };
 
 const BATCH = 1_000;
-const RETENTION_STATES = Object.keys(DEFAULT_RETENTION);
-const MAX_RETENTION_MS = 100 * 365 * 86_400_000;
 
 /** A retention is an object of finished states, each a whole number of ms ≥ 0 or false: anything else is refused before a statement runs. */
 function checkRetention(retention: unknown): void {
-  const issues: Issue[] = [];
-  if (typeof retention !== 'object' || retention === null || Array.isArray(retention)) {
-    issues.push({ path: 'retention', message: 'must be an object such as { completed: 86_400_000 } (ms per finished state; false keeps them)' });
-  } else {
-    for (const [state, ms] of Object.entries(retention)) {
-      if (!RETENTION_STATES.includes(state)) issues.push(unknownKey(state, RETENTION_STATES));
-      else if (ms !== false && ms !== undefined && !(Number.isInteger(ms) && (ms as number) >= 0 && (ms as number) <= MAX_RETENTION_MS)) {
-        issues.push({ path: state, message: 'must be a whole number of milliseconds ≥ 0 (up to 100 years), or false to keep them' });
-      }
-    }
-  }
+  const issues = retentionIssues(retention, '');
   if (issues.length > 0) throw new OptionsInvalidError('retention (held and abandoned jobs are never pruned)', issues);
 }
 const DAY_MS = 86_400_000;

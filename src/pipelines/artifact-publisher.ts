@@ -1,6 +1,5 @@
-import { artifactList, artifactRelocate, artifactVerified } from '../db/pipelines-artifacts.js';
 import type { Executor } from '../db/executor.js';
-import { pipelineRunLock, pipelineRunPublished, pipelineRunShare, type RunRow } from '../db/pipelines-runs.js';
+import type { RunRow } from '../db/pipelines-runs.js';
 import { sha256 } from './directory-store.js';
 import { artifactRun, type EngineContext } from './engine-context.js';
 
@@ -37,20 +36,21 @@ export class ArtifactPublisher {
   /** Publishes an ended run's artifacts once; does nothing for a running or published run, or one of a pipeline this client does not define. */
   async publish(runId: string): Promise<boolean> {
     return this.c.database.pool.transaction(async (tx) => {
-      const run = await pipelineRunLock(tx, this.c.st.runs, runId);
+      const run = await this.c.pipelines.runs.lock({ tx, id: runId });
       if (!run || !run.finished_at || run.artifacts_published_at) return false;
       const spec = this.c.definition(run.pipeline);
       if (!spec) return false;
       const store = this.c.store(spec);
-      const rows = await artifactList(tx, this.c.st.artifacts, run.id, true);
+      const rows = await this.c.pipelines.artifacts.list({ runId: run.id, current: true, db: tx });
       const manifest = Object.fromEntries(rows.map((a) => [a.name, a.sha256]));
       const final = await store.publish(
         artifactRun(run),
         rows.map((a) => ({ name: a.name, location: a.location, sha256: a.sha256, size: Number(a.size_bytes) })),
         manifest,
       );
-      await artifactRelocate(tx, this.c.st.artifacts, run.id, rows.filter((a) => final.get(a.name) && final.get(a.name) !== a.location).map((a) => ({ id: a.id, location: final.get(a.name)! })));
-      await pipelineRunPublished(tx, this.c.st.runs, run.id);
+      const moves = rows.filter((a) => final.get(a.name) && final.get(a.name) !== a.location).map((a) => ({ id: a.id, location: final.get(a.name)! }));
+      await this.c.pipelines.artifacts.relocate({ tx, runId: run.id, moves });
+      await this.c.pipelines.runs.published({ tx, id: run.id });
       return true;
     });
   }
@@ -62,7 +62,7 @@ export class ArtifactPublisher {
    */
   async verify(run: RunRow): Promise<VerifyResult> {
     return this.c.database.pool.transaction(async (tx) => {
-      await pipelineRunShare(tx, this.c.st.runs, run.id);
+      await this.c.pipelines.runs.share({ tx, id: run.id });
       return this.check(tx, run);
     });
   }
@@ -70,7 +70,7 @@ export class ArtifactPublisher {
   private async check(tx: Executor, run: RunRow): Promise<VerifyResult> {
     const spec = this.c.definition(run.pipeline)!;
     const store = this.c.store(spec);
-    const rows = await artifactList(tx, this.c.st.artifacts, run.id, true);
+    const rows = await this.c.pipelines.artifacts.list({ runId: run.id, current: true, db: tx });
     const checks: ArtifactCheck[] = [];
     for (const a of rows) {
       const content = await store.read(a.location);
@@ -80,7 +80,7 @@ export class ArtifactPublisher {
       const status = content === undefined ? 'missing' : actualSha256 === a.sha256 && actualSize === expectedSize ? 'ok' : 'changed';
       checks.push({ name: a.name, step: a.step, status, location: a.location, expectedSha256: a.sha256, expectedSize, actualSha256, actualSize });
     }
-    await artifactVerified(tx, this.c.st.artifacts, run.id, rows.filter((_, i) => checks[i]!.status === 'ok').map((a) => a.id));
+    await this.c.pipelines.artifacts.verified({ tx, runId: run.id, ids: rows.filter((_, i) => checks[i]!.status === 'ok').map((a) => a.id) });
     const missing = checks.filter((x) => x.status === 'missing').length;
     const changed = checks.filter((x) => x.status === 'changed').length;
     if (missing + changed > 0) {

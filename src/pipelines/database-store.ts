@@ -1,5 +1,4 @@
-import type { Executor } from '../db/executor.js';
-import { blobDeleteOrphans, blobInsert, blobRead, blobRemoveRun, type PipelineArtifactStatements } from '../db/pipelines-artifacts.js';
+import type { PipelineArtifactQueries } from '../db/pipelines-artifacts.js';
 import type { ArtifactAttempt, ArtifactRun, ArtifactStore, StoredArtifact } from './artifact-store.js';
 
 const PREFIX = 'blob:';
@@ -13,23 +12,20 @@ const PREFIX = 'blob:';
 export class DatabaseArtifactStore implements ArtifactStore {
   readonly kind = 'database';
 
-  constructor(
-    private readonly db: Executor,
-    private readonly st: PipelineArtifactStatements,
-  ) {}
+  constructor(private readonly artifacts: PipelineArtifactQueries) {}
 
   async stage(a: ArtifactAttempt, content: Uint8Array): Promise<string> {
-    return `${PREFIX}${await blobInsert(this.db, this.st, a.runId, content)}`;
+    return `${PREFIX}${await this.artifacts.blobInsert({ runId: a.runId, content })}`;
   }
 
   async publish(run: ArtifactRun, artifacts: readonly StoredArtifact[]): Promise<ReadonlyMap<string, string>> {
-    await blobDeleteOrphans(this.db, this.st, run.runId);
+    await this.artifacts.blobDeleteOrphans({ runId: run.runId });
     return new Map(artifacts.map((a) => [a.name, a.location]));
   }
 
   async read(location: string): Promise<Uint8Array | undefined> {
     if (!location.startsWith(PREFIX) || !/^[1-9][0-9]{0,18}$/.test(location.slice(PREFIX.length))) return undefined;
-    return blobRead(this.db, this.st, location.slice(PREFIX.length));
+    return this.artifacts.blobRead({ id: location.slice(PREFIX.length) });
   }
 
   /** Blobs never change: a superseded artifact keeps its blob. */
@@ -38,6 +34,6 @@ export class DatabaseArtifactStore implements ArtifactStore {
   }
 
   async remove(run: ArtifactRun): Promise<void> {
-    await blobRemoveRun(this.db, this.st, run.runId);
+    await this.artifacts.blobRemoveRun({ runId: run.runId });
   }
 }

@@ -1,9 +1,5 @@
-import type { Database } from '../db/database.js';
-import type { Executor } from '../db/executor.js';
-import { pipelineArtifactStatements, type PipelineArtifactStatements } from '../db/pipelines-artifacts.js';
-import { pipelineMaintenanceStatements, type PipelineMaintenanceStatements } from '../db/pipelines-maintenance.js';
-import { pipelineRunStatements, type PipelineRunStatements, type RunRow } from '../db/pipelines-runs.js';
-import { pipelineStepStatements, type PipelineStepStatements } from '../db/pipelines-steps.js';
+import type { Database, PipelineTableQueries } from '../db/database.js';
+import type { RunRow } from '../db/pipelines-runs.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { EventBus, NightshiftEvent } from '../telemetry/events.js';
@@ -11,30 +7,11 @@ import type { Logger } from '../telemetry/logger.js';
 import type { ArtifactRun, ArtifactStore } from './artifact-store.js';
 import type { PipelineSpec } from './define-pipeline.js';
 
-/** The statements of every pipeline table, for one schema. */
-export interface PipelineStatements {
-  runs: PipelineRunStatements;
-  steps: PipelineStepStatements;
-  artifacts: PipelineArtifactStatements;
-  maint: PipelineMaintenanceStatements;
-}
-
-/** Builds the pipeline statements of a database's schema. */
-export function pipelineStatements(database: Database): PipelineStatements {
-  const set = database.statements;
-  return {
-    runs: pipelineRunStatements(set),
-    steps: pipelineStepStatements(set),
-    artifacts: pipelineArtifactStatements(set),
-    maint: pipelineMaintenanceStatements(set),
-  };
-}
-
 /** What the parts of the pipeline runtime share: one per client. */
 export interface EngineContext {
   readonly database: Database;
-  readonly pool: Executor;
-  readonly st: PipelineStatements;
+  /** The pipeline tables' statements of the database (`database.pipelines`). */
+  readonly pipelines: PipelineTableQueries;
   readonly events: EventBus;
   readonly logger: Logger;
   /** The client's enqueuer (set once the client has built it). */

@@ -1,7 +1,5 @@
 import type { Executor } from '../db/executor.js';
-import { artifactList, artifactRelocate, artifactSupersede } from '../db/pipelines-artifacts.js';
-import { pipelineAudit, pipelineRunList, pipelineRunLock, pipelineRunRemove, pipelineRunResume, pipelineRunStart, type RunRow } from '../db/pipelines-runs.js';
-import { stepCancelOpen, stepInsertMain, stepOpenJobs, stepReset, stepRestart } from '../db/pipelines-steps.js';
+import type { RunRow } from '../db/pipelines-runs.js';
 import { OptionsInvalidError, PipelineCleanupRefusedError, PipelineRunNotFoundError, PipelineStateError, UnknownPipelineError, type Issue } from '../errors.js';
 import { cleanText } from '../jobs/error-text.js';
 import { toJson } from '../jobs/payload.js';
@@ -100,13 +98,13 @@ export class PipelineAdmin extends PipelineQueries {
     const who = this.who(options);
     const fx = effects();
     await this.c.database.pool.transaction(async (tx) => {
-      const run = (await pipelineRunLock(tx, this.c.st.runs, found.id))!;
+      const run = (await this.c.pipelines.runs.lock({ tx, id: found.id }))!;
       if (run.state === 'running') return;
       if (run.state === 'succeeded') {
         throw new PipelineStateError(run.id, 'rerun', 'succeeded', `a rerun resumes a failed, cancelled or held run; to run steps of a succeeded run again: pipelines restart ${spec.name} ${key} --from <step>`);
       }
-      await stepReset(tx, this.c.st.steps, run.id);
-      await pipelineRunResume(tx, this.c.st.runs, run.id, run.generation, null);
+      await this.c.pipelines.steps.reset({ tx, runId: run.id });
+      await this.c.pipelines.runs.resume({ tx, id: run.id, generation: run.generation, deadlineMs: null });
       Object.assign(run, { state: 'running', reason: null, error: null, finished_at: null, warnings: 0 });
       await this.transitions.advance(tx, run, fx);
       await this.audit(tx, run, 'pipeline-rerun', who, {}, fx);
@@ -132,23 +130,23 @@ export class PipelineAdmin extends PipelineQueries {
     // The superseded files are copied aside before the transaction (copies: a crash leaves an extra one).
     const store = this.c.store(spec);
     const moves: { id: string; location: string }[] = [];
-    for (const a of (await artifactList(this.c.pool, this.c.st.artifacts, found.id, true)).filter((x) => steps.includes(x.step))) {
+    for (const a of (await this.c.pipelines.artifacts.list({ runId: found.id, current: true })).filter((x) => steps.includes(x.step))) {
       const location = await store.archive(artifactRun(found), { name: a.name, location: a.location, sha256: a.sha256, size: Number(a.size_bytes) }, found.generation);
       if (location !== a.location) moves.push({ id: a.id, location });
     }
     const who = this.who(options);
     const fx = effects();
     await this.c.database.pool.transaction(async (tx) => {
-      const run = (await pipelineRunLock(tx, this.c.st.runs, found.id))!;
+      const run = (await this.c.pipelines.runs.lock({ tx, id: found.id }))!;
       if (run.state === 'running' || run.generation !== found.generation) {
         throw new PipelineStateError(run.id, 'restart', run.state, 'the run changed while it was being restarted: look at it again (pipelines show)');
       }
-      await artifactSupersede(tx, this.c.st.artifacts, run.id, steps);
-      await artifactRelocate(tx, this.c.st.artifacts, run.id, moves);
-      await stepRestart(tx, this.c.st.steps, run.id, steps, run.generation);
-      await stepReset(tx, this.c.st.steps, run.id);
+      await this.c.pipelines.artifacts.supersede({ tx, runId: run.id, steps });
+      await this.c.pipelines.artifacts.relocate({ tx, runId: run.id, moves });
+      await this.c.pipelines.steps.restart({ tx, runId: run.id, steps, generation: run.generation });
+      await this.c.pipelines.steps.reset({ tx, runId: run.id });
       const generation = run.generation + 1;
-      await pipelineRunResume(tx, this.c.st.runs, run.id, generation, spec.deadlineMs ?? null);
+      await this.c.pipelines.runs.resume({ tx, id: run.id, generation, deadlineMs: spec.deadlineMs ?? null });
       Object.assign(run, { state: 'running', generation, reason: null, error: null, finished_at: null, warnings: 0 });
       await this.transitions.advance(tx, run, fx);
       await this.audit(tx, run, 'pipeline-restart', who, { from: options.from, steps }, fx);
@@ -168,11 +166,11 @@ export class PipelineAdmin extends PipelineQueries {
     const who = this.who(options);
     const fx = effects();
     const cancelled = await this.c.database.pool.transaction(async (tx) => {
-      const run = (await pipelineRunLock(tx, this.c.st.runs, found.id))!;
+      const run = (await this.c.pipelines.runs.lock({ tx, id: found.id }))!;
       if (run.state !== 'running' && run.state !== 'held') throw new PipelineStateError(run.id, 'cancel', run.state, 'cancel applies to running and held runs');
-      const jobs = await stepOpenJobs(tx, this.c.st.steps, run.id);
+      const jobs = await this.c.pipelines.steps.openJobs({ tx, runId: run.id });
       const changed = jobs.length ? await this.c.database.admin.change({ action: 'cancel', filter: { ids: jobs }, who, limit: jobs.length, db: tx }) : [];
-      await stepCancelOpen(tx, this.c.st.steps, run.id);
+      await this.c.pipelines.steps.cancelOpen({ tx, runId: run.id });
       await this.transitions.finishRun(tx, run, 'cancelled', cleanText(`cancelled by ${who.actor}${who.reason ? `: ${who.reason}` : ''}`, 2_000), null, fx);
       await this.audit(tx, run, 'pipeline-cancel', who, { jobs: changed.length }, fx);
       return changed;
@@ -190,7 +188,7 @@ export class PipelineAdmin extends PipelineQueries {
     const fx = effects();
     const missing = result.artifacts.filter((a) => a.status === 'missing').map((a) => a.name);
     const changed = result.artifacts.filter((a) => a.status === 'changed').map((a) => a.name);
-    await this.audit(this.c.pool, run, 'pipeline-verify', this.who(options), { ok: result.ok, missing, changed }, fx);
+    await this.audit(undefined, run, 'pipeline-verify', this.who(options), { ok: result.ok, missing, changed }, fx);
     await this.runner.after(fx);
     return result;
   }
@@ -203,7 +201,7 @@ export class PipelineAdmin extends PipelineQueries {
   async cleanup(pipeline: { readonly name: string } | string, key: string, options: PipelineActorOptions & { runId?: string } = {}): Promise<CleanupResult> {
     const spec = this.spec(pipeline);
     const who = this.who(options);
-    const all = await pipelineRunList(this.c.pool, this.c.st.runs, { pipeline: spec.name, states: null, key, dryRun: null, beforeId: null, id: options.runId ?? null }, 1_000);
+    const all = await this.c.pipelines.runs.list({ filter: { pipeline: spec.name, states: null, key, dryRun: null, beforeId: null, id: options.runId ?? null }, limit: 1_000 });
     if (all.length === 0) throw new PipelineRunNotFoundError(spec.name, `key "${key}"${options.runId ? ` with id ${options.runId}` : ''}`);
     const live = all.find((r) => !r.dry_run);
     const dry = all.filter((r) => r.dry_run);
@@ -215,13 +213,13 @@ export class PipelineAdmin extends PipelineQueries {
     for (const r of dry) {
       const fx = effects();
       const gone = await this.c.database.pool.transaction(async (tx) => {
-        const run = await pipelineRunLock(tx, this.c.st.runs, r.id);
+        const run = await this.c.pipelines.runs.lock({ tx, id: r.id });
         if (!run) return undefined;
         if (!run.dry_run || run.state === 'running' || run.state === 'held') throw new PipelineCleanupRefusedError(spec.name, `run ${run.id} is ${run.dry_run ? run.state : 'a live run'}`);
         if (spec.cleanup) await spec.cleanup(Object.freeze({ runId: run.id, pipeline: run.pipeline, key: run.key, input: run.input ?? undefined }), tx);
-        const locations = (await artifactList(tx, this.c.st.artifacts, run.id, null)).map((a) => a.location);
+        const locations = (await this.c.pipelines.artifacts.list({ runId: run.id, current: null, db: tx })).map((a) => a.location);
         await this.audit(tx, run, 'pipeline-cleanup', who, { artifacts: locations.length }, fx);
-        await pipelineRunRemove(tx, this.c.st.runs, [run.id]);
+        await this.c.pipelines.runs.remove({ ids: [run.id], db: tx });
         return { run, locations };
       });
       if (!gone) continue;
@@ -260,18 +258,21 @@ export class PipelineAdmin extends PipelineQueries {
     const traceContext = startPipelineSpan(spec.name);
     const body = async (tx: Executor) => {
       const fx = effects();
-      const row = await pipelineRunStart(tx, this.c.st.runs, {
-        pipeline: spec.name,
-        key: theKey,
-        dryRun: how.dryRun,
-        input: inputJson,
-        graph: JSON.stringify(graph),
-        traceContext: traceContext ? JSON.stringify(traceContext) : null,
-        startedBy: cleanText(how.startedBy, 200),
-        deadlineMs: spec.deadlineMs ?? null,
+      const row = await this.c.pipelines.runs.start({
+        tx,
+        run: {
+          pipeline: spec.name,
+          key: theKey,
+          dryRun: how.dryRun,
+          input: inputJson,
+          graph: JSON.stringify(graph),
+          traceContext: traceContext ? JSON.stringify(traceContext) : null,
+          startedBy: cleanText(how.startedBy, 200),
+          deadlineMs: spec.deadlineMs ?? null,
+        },
       });
       if (row.created) {
-        await stepInsertMain(tx, this.c.st.steps, row.id, graph.steps.map((s) => s.name));
+        await this.c.pipelines.steps.insertMain({ tx, runId: row.id, steps: graph.steps.map((s) => s.name) });
         fx.events.push({ type: 'pipeline.started', pipeline: spec.name, runId: row.id, generation: row.generation, dryRun: row.dry_run, by: row.started_by });
         await this.transitions.advance(tx, row, fx);
       }
@@ -283,8 +284,9 @@ export class PipelineAdmin extends PipelineQueries {
     return { run, created: row.created };
   }
 
-  private async audit(db: Executor, run: RunRow, action: string, who: { actor: string; reason: string | null }, details: Record<string, unknown>, fx: Effects): Promise<void> {
-    await pipelineAudit(db, this.c.st.runs, { actor: who.actor, action, pipeline: run.pipeline, key: run.key, reason: who.reason, details: { runId: run.id, dryRun: run.dry_run, ...details } });
+  private async audit(db: Executor | undefined, run: RunRow, action: string, who: { actor: string; reason: string | null }, details: Record<string, unknown>, fx: Effects): Promise<void> {
+    const entry = { actor: who.actor, action, pipeline: run.pipeline, key: run.key, reason: who.reason, details: { runId: run.id, dryRun: run.dry_run, ...details } };
+    await this.c.pipelines.runs.audit({ entry, ...(db ? { db } : {}) });
     fx.events.push({ type: 'pipeline.action', pipeline: run.pipeline, runId: run.id, generation: run.generation, action, actor: who.actor });
   }
 

@@ -10,7 +10,7 @@ import { ArtifactPublisher } from './artifact-publisher.js';
 import type { ArtifactStore } from './artifact-store.js';
 import { DatabaseArtifactStore } from './database-store.js';
 import type { PipelineLike, PipelineSpec } from './define-pipeline.js';
-import { pipelineStatements, type EngineContext } from './engine-context.js';
+import type { EngineContext } from './engine-context.js';
 import { PipelineAdmin } from './pipeline-admin.js';
 import { STARTER_PAYLOAD, STEP_PAYLOAD } from './pipeline-schedule.js';
 import { PipelineSweep } from './pipeline-sweep.js';
@@ -59,11 +59,9 @@ export class PipelineEngine {
       this.specs.set(p.name, p.spec);
     }
     const database = o.database;
-    const st = pipelineStatements(database);
     const c: EngineContext = {
       database,
-      pool: database.pool.pool,
-      st,
+      pipelines: database.pipelines,
       events: o.events,
       logger: o.logger,
       enqueuer: () => {
@@ -156,7 +154,7 @@ export class PipelineEngine {
   private store(spec: PipelineSpec): ArtifactStore {
     let store = this.stores.get(spec);
     if (!store) {
-      store = spec.store === 'database' ? new DatabaseArtifactStore(this.c.pool, this.c.st.artifacts) : spec.store;
+      store = spec.store === 'database' ? new DatabaseArtifactStore(this.c.pipelines.artifacts) : spec.store;
       this.stores.set(spec, store);
     }
     return store;

@@ -1,8 +1,7 @@
 import type { Executor } from '../db/executor.js';
-import { artifactList, type ArtifactRow } from '../db/pipelines-artifacts.js';
-import { followUpList } from '../db/pipelines-maintenance.js';
-import { pipelineRunFind, pipelineRunGet, pipelineRunList, type PipelineRunState, type RunListRow, type RunRow } from '../db/pipelines-runs.js';
-import { stepHistory, stepList, stepLogs, type StepLogRow, type StepRow, type StepState } from '../db/pipelines-steps.js';
+import type { ArtifactRow } from '../db/pipelines-artifacts.js';
+import type { PipelineRunState, RunListRow, RunRow } from '../db/pipelines-runs.js';
+import type { StepLogRow, StepRow, StepState } from '../db/pipelines-steps.js';
 import { OptionsInvalidError, PipelineRunNotFoundError, type Issue } from '../errors.js';
 import type { EngineContext } from './engine-context.js';
 import { readGraph } from './graph.js';
@@ -132,12 +131,8 @@ export class PipelineQueries {
     for (const s of states ?? []) if (!PIPELINE_RUN_STATES.includes(s)) issues.push({ path: 'state', message: `"${String(s)}" is not a run state; states are ${PIPELINE_RUN_STATES.join(', ')}` });
     if (options.beforeId !== undefined && !ID.test(String(options.beforeId))) issues.push({ path: 'beforeId', message: 'must be a run id' });
     if (issues.length) throw new OptionsInvalidError('listRuns options', issues);
-    const rows = await pipelineRunList(
-      this.c.pool,
-      this.c.st.runs,
-      { pipeline: options.pipeline ?? null, states, key: options.key ?? null, dryRun: options.dryRun ?? null, beforeId: options.beforeId ?? null },
-      limit,
-    );
+    const filter = { pipeline: options.pipeline ?? null, states, key: options.key ?? null, dryRun: options.dryRun ?? null, beforeId: options.beforeId ?? null };
+    const rows = await this.c.pipelines.runs.list({ filter, limit });
     return rows.map(toRun);
   }
 
@@ -149,14 +144,14 @@ export class PipelineQueries {
   /** One run by id, in full. */
   async getRunById(id: string): Promise<PipelineRunDetail> {
     if (!ID.test(String(id))) throw new OptionsInvalidError('run id', [{ path: 'id', message: `"${String(id).slice(0, 40)}" is not a run id` }]);
-    const run = await pipelineRunGet(this.c.pool, this.c.st.runs, String(id));
+    const run = await this.c.pipelines.runs.get({ id: String(id) });
     if (!run) throw new PipelineRunNotFoundError('?', `id ${id}`);
     return this.detail(run);
   }
 
   /** One run as listed, by id (after an action). */
-  protected async summary(id: string, db: Executor = this.c.pool): Promise<PipelineRun> {
-    const [row] = await pipelineRunList(db, this.c.st.runs, { pipeline: null, states: null, key: null, dryRun: null, beforeId: null, id }, 1);
+  protected async summary(id: string, db?: Executor): Promise<PipelineRun> {
+    const [row] = await this.c.pipelines.runs.list({ filter: { pipeline: null, states: null, key: null, dryRun: null, beforeId: null, id }, limit: 1, db });
     if (!row) throw new PipelineRunNotFoundError('?', `id ${id}`);
     return toRun(row);
   }
@@ -164,28 +159,28 @@ export class PipelineQueries {
   /** What the steps of a run logged with `ctx.log`, in time order (bounded). */
   async logs(runId: string, options: { limit?: number } = {}): Promise<StepLogRow[]> {
     if (!ID.test(String(runId))) throw new OptionsInvalidError('run id', [{ path: 'runId', message: 'must be a run id' }]);
-    return stepLogs(this.c.pool, this.c.st.steps, String(runId), Math.min(Math.max(1, options.limit ?? 1_000), 10_000));
+    return this.c.pipelines.steps.logs({ runId: String(runId), limit: Math.min(Math.max(1, options.limit ?? 1_000), 10_000) });
   }
 
   /** The run a selector names; NS_PIPELINE_RUN_NOT_FOUND when there is none. */
   protected async find(pipeline: string, key: string, selector: RunSelector): Promise<RunRow> {
     if (selector.runId !== undefined) {
       if (!ID.test(String(selector.runId))) throw new OptionsInvalidError('run selector', [{ path: 'runId', message: 'must be a run id' }]);
-      const run = await pipelineRunGet(this.c.pool, this.c.st.runs, String(selector.runId));
+      const run = await this.c.pipelines.runs.get({ id: String(selector.runId) });
       if (!run || run.pipeline !== pipeline || run.key !== key) throw new PipelineRunNotFoundError(pipeline, `key "${key}" with id ${selector.runId}`);
       return run;
     }
-    const run = await pipelineRunFind(this.c.pool, this.c.st.runs, pipeline, key, selector.dryRun ?? null);
+    const run = await this.c.pipelines.runs.find({ pipeline, key, dryRun: selector.dryRun ?? null });
     if (!run) throw new PipelineRunNotFoundError(pipeline, `key "${key}"${selector.dryRun ? ' (dry runs)' : ''}`);
     return run;
   }
 
   private async detail(run: RunRow): Promise<PipelineRunDetail> {
     const [rows, artifacts, followUps, history] = await Promise.all([
-      stepList(this.c.pool, this.c.st.steps, run.id, 20_000),
-      artifactList(this.c.pool, this.c.st.artifacts, run.id, null),
-      followUpList(this.c.pool, this.c.st.maint, run.id),
-      stepHistory(this.c.pool, this.c.st.steps, run.id, 10_000),
+      this.c.pipelines.steps.list({ runId: run.id, limit: 20_000 }),
+      this.c.pipelines.artifacts.list({ runId: run.id, current: null }),
+      this.c.pipelines.maintenance.followUps({ runId: run.id }),
+      this.c.pipelines.steps.history({ runId: run.id, limit: 10_000 }),
     ]);
     const graph = readGraph(run.graph);
     const stepsOut: PipelineStepInfo[] = graph.steps.map((g) => {

@@ -1,18 +1,4 @@
-import { artifactList } from '../db/pipelines-artifacts.js';
-import {
-  jobCancelUnclaimed,
-  jobStateLocked,
-  kindsHosted,
-  runDeadlinesMissed,
-  runsPrunable,
-  runsUnpublished,
-  stepsStale,
-  stepsWaiting,
-  type StaleStepRow,
-  type WaitingStepRow,
-} from '../db/pipelines-maintenance.js';
-import { pipelineRunGet, pipelineRunLock, pipelineRunRemove } from '../db/pipelines-runs.js';
-import { stepBegin, stepUnready } from '../db/pipelines-steps.js';
+import type { StaleStepRow, WaitingStepRow } from '../db/pipelines-maintenance.js';
 import { workerError } from '../telemetry/events.js';
 import type { ArtifactPublisher } from './artifact-publisher.js';
 import { artifactRun, effects, type EngineContext } from './engine-context.js';
@@ -61,13 +47,13 @@ export class PipelineSweep {
 
   async runOnce(options: SweepOptions = {}): Promise<SweepReport> {
     const report: SweepReport = { deadlinesMissed: 0, reconciled: 0, held: 0, published: 0, pruned: 0 };
-    for (const d of await runDeadlinesMissed(this.c.pool, this.c.st.maint)) {
+    for (const d of await this.c.pipelines.maintenance.deadlinesMissed()) {
       report.deadlinesMissed++;
       this.c.events.emit({ type: 'pipeline.deadline-missed', pipeline: d.pipeline, runId: d.id, deadlineAt: d.deadline_at });
     }
-    for (const s of await stepsStale(this.c.pool, this.c.st.maint, BATCH)) if (await this.reconcile(s)) report.reconciled++;
-    for (const w of await stepsWaiting(this.c.pool, this.c.st.maint, options.heldAfterMs ?? 10_000, BATCH)) if (await this.holdUnhosted(w)) report.held++;
-    for (const id of await runsUnpublished(this.c.pool, this.c.st.maint, options.publishAfterMs ?? 10_000, BATCH)) {
+    for (const s of await this.c.pipelines.maintenance.stepsStale({ limit: BATCH })) if (await this.reconcile(s)) report.reconciled++;
+    for (const w of await this.c.pipelines.maintenance.stepsWaiting({ graceMs: options.heldAfterMs ?? 10_000, limit: BATCH })) if (await this.holdUnhosted(w)) report.held++;
+    for (const id of await this.c.pipelines.maintenance.runsUnpublished({ graceMs: options.publishAfterMs ?? 10_000, limit: BATCH })) {
       if (await this.publisher.publish(id).catch((err: unknown) => this.error(`pipeline artifacts of run ${id}`, err))) report.published++;
     }
     report.pruned = await this.prune();
@@ -80,11 +66,11 @@ export class PipelineSweep {
     const jobId = s.job_id;
     const fx = effects();
     const done = await this.c.database.pool.transaction(async (tx) => {
-      const run = await pipelineRunLock(tx, this.c.st.runs, s.run_id);
+      const run = await this.c.pipelines.runs.lock({ tx, id: s.run_id });
       if (!run) return false;
-      const row = await stepBegin(tx, this.c.st.steps, s.run_id, s.step, s.item);
+      const row = await this.c.pipelines.steps.begin({ runId: s.run_id, step: s.step, item: s.item, db: tx });
       if (!row || row.job_id !== jobId || (row.state !== 'ready' && row.state !== 'running')) return false;
-      const job = await jobStateLocked(tx, this.c.st.maint, jobId);
+      const job = await this.c.pipelines.maintenance.jobStateLocked({ tx, jobId });
       if (job && ['available', 'running', 'held'].includes(job.state)) return false;
       const message = job
         ? `its job ${jobId} ended ${job.state} without recording the step${job.reason ? `: ${job.reason}` : ''}`
@@ -101,13 +87,13 @@ export class PipelineSweep {
    */
   private async holdUnhosted(w: WaitingStepRow): Promise<boolean> {
     if (this.c.definition(w.pipeline)?.steps.some((s) => s.kind === w.kind)) return false;
-    if ((await kindsHosted(this.c.pool, this.c.st.maint, [w.kind], this.c.liveProcessMs)).has(w.kind)) return false;
+    if ((await this.c.pipelines.maintenance.kindsHosted({ kinds: [w.kind], liveMs: this.c.liveProcessMs })).has(w.kind)) return false;
     const fx = effects();
     const held = await this.c.database.pool.transaction(async (tx) => {
-      const run = await pipelineRunLock(tx, this.c.st.runs, w.run_id);
+      const run = await this.c.pipelines.runs.lock({ tx, id: w.run_id });
       if (!run || run.state !== 'running') return false;
-      if (!(await jobCancelUnclaimed(tx, this.c.st.maint, w.job_id, `pipeline run ${run.id} held: no deployed code has step "${w.step}"`))) return false;
-      await stepUnready(tx, this.c.st.steps, { runId: run.id, step: w.step, item: w.item, jobId: w.job_id });
+      if (!(await this.c.pipelines.maintenance.jobCancelUnclaimed({ tx, jobId: w.job_id, reason: `pipeline run ${run.id} held: no deployed code has step "${w.step}"` }))) return false;
+      await this.c.pipelines.steps.unready({ tx, ref: { runId: run.id, step: w.step, item: w.item, jobId: w.job_id } });
       await this.transitions.hold(tx, run, `step "${w.step}" is in run ${run.id}'s graph but no deployed code has it (kind ${w.kind}): deploy it and rerun, or restart from an earlier step`, fx);
       return true;
     });
@@ -121,17 +107,17 @@ export class PipelineSweep {
     for (const name of this.c.names()) {
       const spec = this.c.definition(name)!;
       if (spec.retentionMs === false) continue;
-      for (const id of await runsPrunable(this.c.pool, this.c.st.maint, name, spec.retentionMs, BATCH)) {
-        const run = await pipelineRunGet(this.c.pool, this.c.st.runs, id);
+      for (const id of await this.c.pipelines.maintenance.runsPrunable({ pipeline: name, retentionMs: spec.retentionMs, limit: BATCH })) {
+        const run = await this.c.pipelines.runs.get({ id });
         if (!run) continue;
         try {
-          const locations = (await artifactList(this.c.pool, this.c.st.artifacts, id, null)).map((a) => a.location);
+          const locations = (await this.c.pipelines.artifacts.list({ runId: id, current: null })).map((a) => a.location);
           await this.c.store(spec).remove(artifactRun(run), locations);
         } catch (err) {
           this.error(`pipeline retention of run ${id}`, err);
           continue;
         }
-        await pipelineRunRemove(this.c.pool, this.c.st.runs, [id]);
+        await this.c.pipelines.runs.remove({ ids: [id] });
         pruned++;
       }
     }

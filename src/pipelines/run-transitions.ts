@@ -1,21 +1,6 @@
 import type { Executor } from '../db/executor.js';
-import { followUpClaim, followUpSet, kindsHosted, savepoint, savepointRelease, savepointRollback } from '../db/pipelines-maintenance.js';
-import { pipelineRunFinish, pipelineRunHold, type RunRow } from '../db/pipelines-runs.js';
-import {
-  STEP_DONE,
-  stepBlockedItems,
-  stepCancelUnstarted,
-  stepFail,
-  stepFailedCount,
-  stepHasOpenItems,
-  stepMainRunning,
-  stepOutputs,
-  stepSetMain,
-  stepSetReady,
-  stepSummary,
-  type StepRef,
-  type StepState,
-} from '../db/pipelines-steps.js';
+import type { RunRow } from '../db/pipelines-runs.js';
+import { STEP_DONE, type StepRef, type StepState } from '../db/pipelines-steps.js';
 import { cleanText } from '../jobs/error-text.js';
 import type { FinishedRun, PipelineSpec } from './define-pipeline.js';
 import type { EngineContext, Effects } from './engine-context.js';
@@ -65,7 +50,7 @@ export class RunTransitions {
         const v = view.get(s.name);
         if (!v) continue;
         if (v.main === 'running' && s.map && (v.counts.blocked ?? 0) > 0) {
-          for (const i of await stepBlockedItems(tx, this.c.st.steps, run.id, s.name)) ready.push({ step: s, item: i.item });
+          for (const i of await this.c.pipelines.steps.blockedItems({ tx, runId: run.id, step: s.name })) ready.push({ step: s, item: i.item });
           continue;
         }
         if (v.main !== 'blocked') continue;
@@ -75,12 +60,12 @@ export class RunTransitions {
         if (blockedBy || (run.dry_run && s.effect)) skip.push(s);
         else if (s.map && v.items !== null) {
           // A rerun of a fan-out whose items exist: it runs again on the same items.
-          await stepMainRunning(tx, this.c.st.steps, run.id, s.name);
+          await this.c.pipelines.steps.mainRunning({ tx, runId: run.id, step: s.name });
           changed = true;
         } else ready.push({ step: s, item: '' });
       }
       for (const s of skip) {
-        if (await stepSetMain(tx, this.c.st.steps, run.id, s.name, 'skipped', null, ['blocked'])) {
+        if (await this.c.pipelines.steps.setMain({ tx, runId: run.id, step: s.name, state: 'skipped', error: null, from: ['blocked'] })) {
           fx.events.push({ type: 'pipeline.step-finished', pipeline: run.pipeline, runId: run.id, generation: run.generation, step: s.name, item: false, state: 'skipped' });
           changed = true;
         }
@@ -106,7 +91,7 @@ export class RunTransitions {
    * decision is skipped: a fan-out of n items costs n small transitions, not n full ones.
    */
   async stepEnded(tx: Executor, run: RunRow, ref: StepRef, fx: Effects): Promise<void> {
-    if (ref.item !== '' && (await stepHasOpenItems(tx, this.c.st.steps, run.id, ref.step))) return;
+    if (ref.item !== '' && (await this.c.pipelines.steps.hasOpenItems({ tx, runId: run.id, step: ref.step }))) return;
     await this.advance(tx, run, fx);
   }
 
@@ -115,7 +100,7 @@ export class RunTransitions {
    * the run, an optional one is a warning and the run goes on. False when `ref` may not record it.
    */
   async stepFailed(tx: Executor, run: RunRow, ref: StepRef, error: StepError, fx: Effects): Promise<boolean> {
-    if (!(await stepFail(tx, this.c.st.steps, ref, 'failed', error))) return false;
+    if (!(await this.c.pipelines.steps.fail({ tx, ref, state: 'failed', error }))) return false;
     const g = graphStep(readGraph(run.graph), ref.step);
     fx.events.push({ type: 'pipeline.step-finished', pipeline: run.pipeline, runId: run.id, generation: run.generation, step: ref.step, item: ref.item !== '', state: 'failed' });
     if (g && !g.optional && (run.state === 'running' || run.state === 'held')) {
@@ -132,7 +117,7 @@ export class RunTransitions {
    */
   async failRun(tx: Executor, run: RunRow, reason: string, error: unknown, fx: Effects): Promise<void> {
     if (!(await this.finish(tx, run, 'failed', reason, error))) return;
-    await stepCancelUnstarted(tx, this.c.st.steps, run.id, `pipeline run ${run.id} failed before this step started`);
+    await this.c.pipelines.steps.cancelUnstarted({ tx, runId: run.id, reason: `pipeline run ${run.id} failed before this step started` });
     await this.followUps(tx, run, 'failure', fx);
     await this.advance(tx, run, fx);
     fx.finished.add(run.id);
@@ -149,7 +134,7 @@ export class RunTransitions {
 
   /** Holds a running run with its reason (nothing new starts until a rerun). */
   async hold(tx: Executor, run: RunRow, reason: string, fx: Effects): Promise<void> {
-    if (!(await pipelineRunHold(tx, this.c.st.runs, run.id, reason))) return;
+    if (!(await this.c.pipelines.runs.hold({ tx, id: run.id, reason }))) return;
     run.state = 'held';
     run.reason = reason;
     fx.events.push({ type: 'pipeline.held', pipeline: run.pipeline, runId: run.id, generation: run.generation, reason });
@@ -158,8 +143,8 @@ export class RunTransitions {
   private async finish(tx: Executor, run: RunRow, state: 'succeeded' | 'failed' | 'cancelled', reason: string | null, error: unknown): Promise<boolean> {
     const graph = readGraph(run.graph);
     const optional = graph.steps.filter((s) => s.optional).map((s) => s.name);
-    const warnings = await stepFailedCount(tx, this.c.st.steps, run.id, optional);
-    if (!(await pipelineRunFinish(tx, this.c.st.runs, run.id, { state, reason, error, warnings }))) return false;
+    const warnings = await this.c.pipelines.steps.failedCount({ tx, runId: run.id, steps: optional });
+    if (!(await this.c.pipelines.runs.finish({ tx, id: run.id, end: { state, reason, error, warnings } }))) return false;
     run.state = state;
     run.reason = reason;
     run.warnings = warnings;
@@ -169,7 +154,7 @@ export class RunTransitions {
   /** Each step's own state and its items' states, from one small aggregate. */
   private async view(tx: Executor, runId: string): Promise<Map<string, StepView>> {
     const view = new Map<string, StepView>();
-    for (const r of await stepSummary(tx, this.c.st.steps, runId)) {
+    for (const r of await this.c.pipelines.steps.summary({ tx, runId })) {
       const v = view.get(r.step) ?? { main: 'blocked' as StepState, items: null, counts: {} };
       if (r.main) {
         v.main = r.state;
@@ -192,7 +177,7 @@ export class RunTransitions {
       const failed = v.counts.failed ?? 0;
       const state: StepState = failed > 0 ? 'failed' : (v.counts.cancelled ?? 0) > 0 ? 'cancelled' : 'succeeded';
       const error = failed > 0 ? { message: `${failed} of ${v.items} items failed` } : null;
-      if (await stepSetMain(tx, this.c.st.steps, run.id, s.name, state, error, ['running'])) {
+      if (await this.c.pipelines.steps.setMain({ tx, runId: run.id, step: s.name, state, error, from: ['running'] })) {
         v.main = state;
         fx.events.push({ type: 'pipeline.step-finished', pipeline: run.pipeline, runId: run.id, generation: run.generation, step: s.name, item: false, state: state as 'succeeded' });
         changed = true;
@@ -212,7 +197,7 @@ export class RunTransitions {
     const kinds = [...new Set(ready.map((r) => `pipeline:${run.pipeline}:${r.step.name}`))];
     const foreign = kinds.filter((k) => !this.c.job(k) || !spec?.steps.some((s) => s.kind === k));
     if (foreign.length > 0) {
-      const hosted = await kindsHosted(tx, this.c.st.maint, foreign, this.c.liveProcessMs);
+      const hosted = await this.c.pipelines.maintenance.kindsHosted({ kinds: foreign, liveMs: this.c.liveProcessMs, db: tx });
       const missing = foreign.find((k) => !hosted.has(k));
       if (missing) {
         const step = missing.slice(`pipeline:${run.pipeline}:`.length);
@@ -232,7 +217,7 @@ export class RunTransitions {
           : await Promise.all(payloads.map(async (p) => (await this.c.enqueuer().enqueueRegistered(kind, p, { db: tx, ...(traceContext ? { traceContext } : {}) })).id));
       part.forEach((r, i) => rows.push({ step: r.step.name, item: r.item, jobId: ids[i]! }));
     }
-    await stepSetReady(tx, this.c.st.steps, run.id, rows);
+    await this.c.pipelines.steps.setReady({ tx, runId: run.id, rows });
     return true;
   }
 
@@ -247,7 +232,8 @@ export class RunTransitions {
     const list = spec?.followUps.filter((f) => f.on === on) ?? [];
     let view: FinishedRun | undefined;
     for (const f of list) {
-      if (!(await followUpClaim(tx, this.c.st.maint, run.id, run.generation, f.name))) continue;
+      const ref = { runId: run.id, generation: run.generation, name: f.name };
+      if (!(await this.c.pipelines.maintenance.followUpClaim({ tx, ref }))) continue;
       view ??= Object.freeze({
         runId: run.id,
         pipeline: run.pipeline,
@@ -257,22 +243,22 @@ export class RunTransitions {
         reason: run.reason,
         warnings: run.warnings,
         generation: run.generation,
-        outputs: await stepOutputs(tx, this.c.st.steps, run.id),
+        outputs: await this.c.pipelines.steps.outputs({ tx, runId: run.id }),
       });
-      await savepoint(tx, 'nightshift_followup');
+      await this.c.pipelines.maintenance.savepoint({ tx, name: 'nightshift_followup' });
       try {
         const payload = f.payload ? await f.payload(view) : {};
         const { id } = await this.c.enqueuer().enqueue(f.job, payload, { db: tx });
-        await savepointRelease(tx, 'nightshift_followup');
-        await followUpSet(tx, this.c.st.maint, run.id, run.generation, f.name, id, null);
+        await this.c.pipelines.maintenance.savepointRelease({ tx, name: 'nightshift_followup' });
+        await this.c.pipelines.maintenance.followUpSet({ tx, ref, jobId: id, error: null });
       } catch (err) {
         // A transaction that cannot roll back to the savepoint is broken (the connection): the
         // whole transition is retried by its caller.
-        await savepointRollback(tx, 'nightshift_followup').catch(() => {
+        await this.c.pipelines.maintenance.savepointRollback({ tx, name: 'nightshift_followup' }).catch(() => {
           throw err;
         });
         const message = cleanText(err instanceof Error ? err.message : err, 2_000);
-        await followUpSet(tx, this.c.st.maint, run.id, run.generation, f.name, null, message);
+        await this.c.pipelines.maintenance.followUpSet({ tx, ref, jobId: null, error: message });
         fx.events.push({ type: 'pipeline.follow-up-failed', pipeline: run.pipeline, runId: run.id, generation: run.generation, followUp: f.name, error: message });
       }
     }

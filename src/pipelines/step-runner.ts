@@ -1,7 +1,6 @@
 import type { Executor } from '../db/executor.js';
-import { artifactInsert } from '../db/pipelines-artifacts.js';
-import { pipelineRunLock, type RunRow } from '../db/pipelines-runs.js';
-import { stepBegin, stepExpand, stepFail, stepInsertItems, stepNeeds, stepStarted, stepSucceed, type StepRef } from '../db/pipelines-steps.js';
+import type { RunRow } from '../db/pipelines-runs.js';
+import type { StepRef } from '../db/pipelines-steps.js';
 import { isNightshiftError, PipelineArtifactExistsError, PipelineItemsInvalidError, PipelineOutputTooLargeError } from '../errors.js';
 import type { JobContext } from '../jobs/define-job.js';
 import { describeError } from '../jobs/error-text.js';
@@ -42,7 +41,7 @@ export class StepRunner {
 
   async run(spec: PipelineSpec, step: StepSpec, payload: StepPayload, ctx: JobContext): Promise<unknown> {
     const ref: StepRef = { runId: payload.run, step: step.name, item: payload.item, jobId: ctx.jobId };
-    const row = await stepBegin(this.c.pool, this.c.st.steps, ref.runId, ref.step, ref.item);
+    const row = await this.c.pipelines.steps.begin({ runId: ref.runId, step: ref.step, item: ref.item });
     // The run was deleted (a cleaned-up dry run, retention), or the step now has another job (a
     // rerun replaced this one): nothing of this job's is to be recorded.
     if (!row || row.job_id !== ctx.jobId) return undefined;
@@ -51,14 +50,14 @@ export class StepRunner {
     if (row.run_state !== 'running') {
       // The run failed, was cancelled or is held: no new attempt starts.
       await this.record(ctx, ref.runId, async (tx, run, fx) => {
-        if (await stepFail(tx, this.c.st.steps, ref, 'cancelled', { message: `not started: the run is ${run.state}` })) {
+        if (await this.c.pipelines.steps.fail({ tx, ref, state: 'cancelled', error: { message: `not started: the run is ${run.state}` } })) {
           fx.events.push({ type: 'pipeline.step-finished', pipeline: run.pipeline, runId: run.id, generation: run.generation, step: ref.step, item: ref.item !== '', state: 'cancelled' });
           await this.transitions.stepEnded(tx, run, ref, fx);
         }
       });
       return undefined;
     }
-    await stepStarted(this.c.pool, this.c.st.steps, ref.runId, ref.step, ref.item, ctx.jobId);
+    await this.c.pipelines.steps.started({ runId: ref.runId, step: ref.step, item: ref.item, jobId: ctx.jobId });
     const graph = readGraph(row.graph);
     const needs = await this.needs(ref.runId, graph, graphStep(graph, step.name)?.needs ?? step.needs);
     const attempt = new StepAttempt(
@@ -93,9 +92,10 @@ export class StepRunner {
     const bytes = Buffer.byteLength(json, 'utf8');
     if (bytes > spec.maxOutputBytes) throw new PipelineOutputTooLargeError(ref.step, bytes, spec.maxOutputBytes);
     await this.record(ctx, ref.runId, async (tx, run, fx) => {
-      if (!(await stepSucceed(tx, this.c.st.steps, ref, json, bytes))) return;
+      if (!(await this.c.pipelines.steps.succeed({ tx, ref, output: json, bytes }))) return;
       try {
-        await artifactInsert(tx, this.c.st.artifacts, { runId: run.id, generation: run.generation, step: ref.step, item: ref.item, jobId: ctx.jobId, attempt: ctx.attempt, leaseToken: ctx.leaseToken }, attempt.staged);
+        const at = { runId: run.id, generation: run.generation, step: ref.step, item: ref.item, jobId: ctx.jobId, attempt: ctx.attempt, leaseToken: ctx.leaseToken };
+        await this.c.pipelines.artifacts.insert({ tx, at, rows: attempt.staged });
       } catch (err) {
         const e = err as { sqlState?: string; cause?: { constraint?: string } };
         if (e.sqlState === '23505' && e.cause?.constraint === 'pipeline_artifacts_name') {
@@ -131,8 +131,8 @@ export class StepRunner {
       return { key, value: json };
     });
     await this.record(ctx, ref.runId, async (tx, run, fx) => {
-      if (!(await stepExpand(tx, this.c.st.steps, ref, items.length))) return;
-      await stepInsertItems(tx, this.c.st.steps, run.id, ref.step, items);
+      if (!(await this.c.pipelines.steps.expand({ tx, ref, items: items.length }))) return;
+      await this.c.pipelines.steps.insertItems({ tx, runId: run.id, step: ref.step, items });
       await this.transitions.advance(tx, run, fx);
     });
   }
@@ -162,7 +162,7 @@ export class StepRunner {
   /** The outputs of the steps `names` as the handler receives them: plain, as a result (optional), or per item (map). */
   private async needs(runId: string, graph: FrozenGraph, names: readonly string[]): Promise<Record<string, unknown>> {
     if (names.length === 0) return {};
-    const rows = await stepNeeds(this.c.pool, this.c.st.steps, runId, names);
+    const rows = await this.c.pipelines.steps.needs({ runId, steps: names });
     const out: Record<string, unknown> = {};
     for (const name of names) {
       const g = graphStep(graph, name);
@@ -190,7 +190,7 @@ export class StepRunner {
       const fx = effects();
       try {
         await ctx.transaction(async (tx) => {
-          const run = await pipelineRunLock(tx, this.c.st.runs, runId);
+          const run = await this.c.pipelines.runs.lock({ tx, id: runId });
           if (run) await fn(tx, run, fx);
         });
       } catch (err) {

@@ -7,6 +7,7 @@ import type { JobDefinition } from '../jobs/define-job.js';
 import { isQueueDefinition, type QueueDefinition } from '../jobs/define-queue.js';
 import { limitConflicts } from '../jobs/limits.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../jobs/payload.js';
+import { retentionIssues } from '../jobs/retention.js';
 import type { Retention } from '../maintenance/job-maintenance.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
@@ -166,7 +167,8 @@ const schema = z
     statementTimeoutMs: positiveInt(2_147_483_647).optional(),
     maintenance: z.boolean().optional(),
     maintenanceIntervalMs: ms.min(100).optional(),
-    retention: z.partialRecord(z.enum(['completed', 'discarded', 'cancelled', 'expired']), z.union([z.number().min(0), z.literal(false)])).optional(),
+    // Checked by retentionIssues below: the rule prune() applies, with the path and what is accepted.
+    retention: z.unknown().optional(),
     listen: z.boolean().optional(),
     preparedStatements: z.union([z.boolean(), z.literal('auto')]).optional(),
     listenDatabaseUrl: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
@@ -323,6 +325,7 @@ export function resolveOptions(input: NightshiftOptions): Readonly<ResolvedOptio
     issues.push({ path: 'activeRoles', message: 'names no role; leave it out to run everything' });
   }
   // Checked here, with everything else, so a config file reports it at load, before any connection.
+  if (o.retention !== undefined) issues.push(...retentionIssues(o.retention, 'retention'));
   if (o.schema !== undefined && schemaNameProblem(o.schema)) issues.push({ path: 'schema', message: schemaNameProblem(o.schema)! });
   queueProblems(o, issues);
   const watchdogOn = o.watchdog !== undefined || (Array.isArray(o.checks) && o.checks.length > 0);

@@ -128,6 +128,16 @@ const LEVEL: Record<NightshiftEvent['type'], 'trace' | 'debug' | 'info' | 'warn'
   'pipeline.action': 'info',
 };
 
+/**
+ * The level an event is logged at: its type's, except a term handed back by a clean stop
+ * (`leader.deposed` with reason `released`), which is news (info), not a warning: only a term
+ * lost or expired means another process may be leading now.
+ */
+function levelOf(event: NightshiftEvent): (typeof LEVEL)[NightshiftEvent['type']] {
+  if (event.type === 'leader.deposed' && event.reason === 'released') return 'info';
+  return LEVEL[event.type] ?? 'info';
+}
+
 /** Event fields that may hold an error message written by application code (which may quote secrets). */
 const ERROR_FIELDS = new Set(['error']);
 
@@ -140,7 +150,7 @@ const ERROR_FIELDS = new Set(['error']);
 export function logEvents(bus: EventBus, logger: Logger, options: { errorMessages?: boolean } = {}): () => void {
   return bus.on(
     (event) => {
-      const level = LEVEL[event.type] ?? 'info';
+      const level = levelOf(event);
       if (!logger.isLevelEnabled(level)) return;
       const { type, at: _at, ...fields } = event as NightshiftEvent & { at: number };
       const line: Record<string, unknown> = { event: type };
@@ -150,7 +160,8 @@ export function logEvents(bus: EventBus, logger: Logger, options: { errorMessage
       }
       logger[level](line, type);
     },
-    // Asked at each emit site, so a level changed at run time still takes effect.
+    // Asked at each emit site, so a level changed at run time still takes effect. By type, so at
+    // the type's level: an event logged lower (levelOf) is checked again above.
     (type) => logger.isLevelEnabled(LEVEL[type] ?? 'info'),
   );
 }

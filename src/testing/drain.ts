@@ -49,7 +49,7 @@ export async function drain(ns: Nightshift, options: DrainOptions = {}): Promise
       const queue = await db.testJobs.nextDueQueue({ kinds, queues });
       if (queue === undefined) return result;
       if (result.jobs.length >= maxJobs) throw new DrainLimitError(maxJobs, result.jobs);
-      const [row] = await db.jobs.claim({ queue, kinds, limit: 1, startNow: 1, owner: runner.owner, leaseMs: ns.options.leaseMs });
+      const [row] = await db.jobs.claim({ queue, kinds, limit: 1, owner: runner.owner, leaseMs: ns.options.leaseMs });
       if (!row) {
         // Due but locked by another transaction's claim at this instant: look again shortly.
         if (++idle > 1_000) throw new Error(`drain: the due jobs of queue "${queue}" stay locked by another session`);

@@ -18,11 +18,25 @@ export interface CompleterOptions {
 interface Pending {
   id: string;
   token: string;
+  /** When the handler started, on the completer's monotonic clock. */
+  startedAt: number;
   resolve(applied: boolean): void;
 }
 
-/** A start mark waits at most this long for a completion to carry it before it is written alone. */
-const MARK_DELAY_MS = 100;
+/** A start not yet written. */
+interface Mark {
+  token: string;
+  /** When the handler started, on the completer's monotonic clock. */
+  at: number;
+}
+
+/**
+ * A start is recorded once its handler has run this long without finishing: a completion within
+ * it records the start itself, so a job that runs for less costs no write of its own. A process
+ * that dies inside it leaves the start unrecorded, and the rescuer gives the attempt back (a
+ * second run the at-least-once contract allows; bounded, see the rescue statement).
+ */
+export const MARK_DELAY_MS = 100;
 
 /**
  * Batches completions: while one UPDATE is in flight, the next completions gather, then go in one
@@ -31,17 +45,19 @@ const MARK_DELAY_MS = 100;
  * (set below the lease): after that the lease lapses and the rescuer re-runs the job, which is one
  * of the documented causes of a second run.
  *
- * It also records the starts of jobs that waited in the worker for a slot (the claim recorded the
- * start only of the jobs it started at once): the marks ride along with the next completion, or
- * go alone after {@link MARK_DELAY_MS}. A mark lost to a crash only means the rescuer gives that
- * job's attempt back, as for a job that never ran.
+ * It also records that handlers started (the claim records no start: a process killed between
+ * the claim and a handler's start must not use up that job's attempt, issue 11 bug 3). A start
+ * is recorded once its handler has run {@link MARK_DELAY_MS}: the marks that old ride along with
+ * the next completion, or go alone; a job that completes sooner has its start written by its
+ * completion (its run time carried with it). A mark lost to a crash only means the rescuer gives
+ * that job's attempt back, as for a job that never ran.
  */
 export class Completer {
   private pending: Pending[] = [];
   private flushing: Promise<void> | undefined;
   private scheduled = false;
-  /** Start marks not yet written: job id → lease token. */
-  private marks = new Map<string, string>();
+  /** Start marks not yet written: job id → lease token and start, oldest first. */
+  private marks = new Map<string, Mark>();
   private markTimer: Timer | undefined;
   private readonly db: Database;
   private readonly maxBatch: number;
@@ -59,36 +75,43 @@ export class Completer {
     this.clock = o.clock ?? systemClock;
   }
 
-  /** Queues a completion; resolves true when written, false when the token was stale (refused). */
-  complete(id: string, token: string): Promise<boolean> {
-    // The completion records the start itself.
-    if (this.marks.get(id) === token) this.marks.delete(id);
+  /**
+   * Queues a completion of a handler that started at `startedAt` (this completer's clock);
+   * resolves true when written, false when the token was stale (refused).
+   */
+  complete(id: string, token: string, startedAt: number): Promise<boolean> {
+    // The completion records the start itself (when no mark did).
+    if (this.marks.get(id)?.token === token) this.marks.delete(id);
     return new Promise((resolve) => {
-      this.pending.push({ id, token, resolve });
+      this.pending.push({ id, token, startedAt, resolve });
       this.schedule();
     });
   }
 
-  /** Records, with the next write, that the handler of a held job started. */
+  /** Records, once it has run MARK_DELAY_MS (with the next write), that a job's handler started now. */
   markStarted(id: string, token: string): void {
-    this.marks.set(id, token);
+    // Delete first so the map stays in start order (a re-claimed id goes to the end).
+    this.marks.delete(id);
+    this.marks.set(id, { token, at: this.clock.monotonic() });
     this.armMarkTimer();
   }
 
   /**
-   * Writes the marks alone after MARK_DELAY_MS unless a completion carries them first. A timer that
-   * fires while a completion is in flight (or about to be sent) leaves them to the write after it:
-   * the flush re-arms the timer when it ends with marks left (a mark must never wait for a
-   * completion that may not come).
+   * Writes the marks alone when the oldest is due unless a completion carries them first. A timer
+   * that fires while a completion is in flight (or about to be sent) leaves them to the write
+   * after it: the flush re-arms the timer when it ends with marks left (a mark must never wait for
+   * a completion that may not come).
    */
   private armMarkTimer(): void {
-    if (this.markTimer !== undefined || this.marks.size === 0) return;
+    if (this.markTimer !== undefined) return;
+    const oldest = this.marks.values().next();
+    if (oldest.done) return;
     this.markTimer = this.clock.setTimeout(
       () => {
         this.markTimer = undefined;
         if (!this.flushing && !this.scheduled) void this.writeMarks();
       },
-      MARK_DELAY_MS,
+      Math.max(0, oldest.value.at + MARK_DELAY_MS - this.clock.monotonic()),
       { unref: true },
     );
   }
@@ -106,7 +129,7 @@ export class Completer {
     }
     this.clock.clearTimeout(this.markTimer);
     this.markTimer = undefined;
-    await this.writeMarks();
+    await this.writeMarks(true);
   }
 
   private schedule(): void {
@@ -129,23 +152,33 @@ export class Completer {
     return this.flushing;
   }
 
-  private takeMarks(): StartMarks | undefined {
+  /** The marks due (their handler has run MARK_DELAY_MS), or all of them; removed from the map. */
+  private takeMarks(all = false): StartMarks | undefined {
     if (this.marks.size === 0) return undefined;
-    const marks: StartMarks = { ids: [...this.marks.keys()], tokens: [...this.marks.values()] };
-    this.marks.clear();
+    const now = this.clock.monotonic();
+    const marks: StartMarks = { ids: [], tokens: [], agesMs: [] };
+    for (const [id, m] of this.marks) {
+      const age = now - m.at;
+      if (!all && age < MARK_DELAY_MS) break;
+      marks.ids.push(id);
+      marks.tokens.push(m.token);
+      marks.agesMs.push(age);
+      this.marks.delete(id);
+    }
     this.clock.clearTimeout(this.markTimer);
     this.markTimer = undefined;
-    return marks;
+    return marks.ids.length > 0 ? marks : undefined;
   }
 
-  private async writeMarks(): Promise<void> {
-    const marks = this.takeMarks();
-    if (!marks) return;
+  private async writeMarks(all = false): Promise<void> {
+    const marks = this.takeMarks(all);
     try {
-      await this.db.jobs.markStarted(marks);
+      if (marks) await this.db.jobs.markStarted(marks);
     } catch (err) {
       // Best effort: without the mark, a crash gives the attempt back (the job may run once more).
       this.onError(err);
+    } finally {
+      if (!all) this.armMarkTimer();
     }
   }
 
@@ -153,9 +186,11 @@ export class Completer {
     const deadline = this.clock.monotonic() + this.retryForMs;
     for (let attempt = 0; ; attempt++) {
       try {
+        const now = this.clock.monotonic();
         const applied = await this.db.jobs.complete({
           ids: batch.map((p) => p.id),
           tokens: batch.map((p) => p.token),
+          ranMs: batch.map((p) => now - p.startedAt),
           remove: this.remove,
           marks,
         });

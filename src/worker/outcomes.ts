@@ -152,7 +152,7 @@ export class Outcomes {
 
   private async complete(job: ActiveJob): Promise<FinishResult> {
     const row = job.row;
-    const applied = await this.o.completer.complete(row.id, row.lease_token);
+    const applied = await this.o.completer.complete(row.id, row.lease_token, job.startedAt);
     this.o.active.remove(job);
     if (!applied) {
       this.refused(job, 'complete');

@@ -289,7 +289,7 @@ export class QueueFetcher extends BaseService {
       let rows: ClaimedRow[];
       let limited = 0;
       try {
-        const p = { queue: this.o.queue, kinds: this.o.kinds, limit: n, startNow: now, owner: this.o.owner, leaseMs: this.o.leaseMs };
+        const p = { queue: this.o.queue, kinds: this.o.kinds, limit: n, owner: this.o.owner, leaseMs: this.o.leaseMs };
         if (!this.o.limits) rows = await this.db.jobs.claim(p);
         else {
           const c = await this.db.limits.claim({ ...p, ...this.o.limits });

@@ -146,7 +146,7 @@ export class Worker extends BaseService {
         clock: this.clock,
         host: {
           hold: (row) => this.active.add(row),
-          start: (job, fromHeld) => this.dispatch(job, local, fromHeld),
+          start: (job) => this.dispatch(job, local),
           slotsFreed: () => this.pump(),
           expired: (row) => this.outcomes.expiredAtClaim(row),
           expireHeld: (job) => void this.outcomes.finish(job, { cause: 'expired' }),
@@ -237,10 +237,12 @@ export class Worker extends BaseService {
     return done;
   }
 
-  private dispatch(job: ActiveJob, local: Slots, fromHeld: boolean): void {
-    // A job that waited here started later than its claim: its start is recorded lazily (batched
-    // with the next completion), so a crash gives back the attempt of a job that never ran.
-    if (fromHeld && !job.row.at_most_once) this.completer.markStarted(job.row.id, job.row.lease_token);
+  private dispatch(job: ActiveJob, local: Slots): void {
+    // The claim records no start: it is recorded lazily (batched with completions, or written by
+    // the completion of a job that ran less than MARK_DELAY_MS), so a crash gives back the attempt
+    // of a job that never ran. An at-most-once job's start is written before its handler runs
+    // (job-runner, StartMarks).
+    if (!job.row.at_most_once) this.completer.markStarted(job.row.id, job.row.lease_token);
     this.runs.set(job, this.execute(job, local));
   }
 

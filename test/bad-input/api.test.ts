@@ -215,6 +215,28 @@ describe('createNightshift', () => {
     expect(err.issues.map((i) => i.path)).toContain(field);
   });
 
+  it.each([
+    ['a string age', { completed: '7d' }, 'retention.completed', /whole number of milliseconds ≥ 0 .*or false to keep them; got "7d"/],
+    ['a negative age', { discarded: -1 }, 'retention.discarded', /whole number of milliseconds.*got -1/],
+    ['a fraction of a millisecond (prune() could not apply it)', { completed: 1.5 }, 'retention.completed', /whole number of milliseconds.*got 1\.5/],
+    ['true', { expired: true }, 'retention.expired', /or false to keep them; got true/],
+    ['a state that is not a finished one', { held: 1_000 }, 'retention.held', /known options: retention\.completed, retention\.discarded, retention\.cancelled, retention\.expired/],
+    ['a misspelt state', { complete: 1_000 }, 'retention.complete', /did you mean "completed"/],
+    ['not an object', '30d', 'retention', /must be an object of finished states \(completed, discarded, cancelled, expired\).*got "30d"/],
+  ])('retention with %s: NS_CONFIG_INVALID naming its path and what is accepted', async (_what, retention, path, message) => {
+    const err = await failure(() => createNightshift({ databaseUrl: url(), logger: silentLogger(), retention } as never));
+    expect(err.code).toBe('NS_CONFIG_INVALID');
+    const issue = err.issues.find((i) => i.path === path);
+    expect(issue, JSON.stringify(err.issues)).toBeDefined();
+    expect(issue!.message).toMatch(message);
+    expect(issue!.message).not.toMatch(/^Invalid input/);
+  });
+
+  it('accepts every finished state with whole milliseconds or false', async () => {
+    const ns = createNightshift({ databaseUrl: url(), logger: silentLogger(), retention: { completed: 0, discarded: 86_400_000, cancelled: false, expired: 1 } });
+    await ns.stop();
+  });
+
   it('an unknown role fails planning with NS_UNKNOWN_ROLE listing the valid ones', async () => {
     const ns = t.client({ roles: { api: {}, worker: {} }, activeRoles: ['wroker'] });
     const err = await failure(() => ns.planRoles());

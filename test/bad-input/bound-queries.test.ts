@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Database } from '../../src/db/database.js';
 import { run, sql } from '../../src/db/executor.js';
 import type { JobInsertRow } from '../../src/db/jobs-insert.js';
+import type { RunRow } from '../../src/db/pipelines-runs.js';
 import { createPool, type PoolHandle } from '../../src/db/pool.js';
 import { StatementSet } from '../../src/db/statements.js';
 import { useTestDatabase } from '../support/db.js';
@@ -54,10 +55,29 @@ function typeChecks(db: Database): void {
   // @ts-expect-error the rows are of the statement's type, not whatever the caller says
   const wrong: Promise<{ m: string }[]> = run(db.executor, stmt, [1, 'b']);
   void wrong;
-  // @ts-expect-error a claim names every parameter (startNow, owner and leaseMs are missing)
+  // @ts-expect-error a claim names every parameter (owner and leaseMs are missing)
   void db.jobs.claim({ queue: 'q', kinds: ['k'], limit: 1 });
   // @ts-expect-error a parameter of the wrong type
-  void db.jobs.claim({ queue: 'q', kinds: 'k', limit: 1, startNow: 1, owner: 'o', leaseMs: 1 });
+  void db.jobs.claim({ queue: 'q', kinds: 'k', limit: 1, owner: 'o', leaseMs: 1 });
+
+  // Pipelines: a transition's statement runs only in the caller's transaction, named as `tx`.
+  void db.transaction(async (tx) => {
+    const run: RunRow | undefined = await db.pipelines.runs.lock({ tx, id: '1' });
+    void run;
+    // @ts-expect-error the run's lock is taken in a transaction: without `tx` it does not compile
+    void db.pipelines.runs.lock({ id: '1' });
+    // @ts-expect-error a step's end names the state it may end from (`from` missing)
+    void db.pipelines.steps.setMain({ tx, runId: '1', step: 's', state: 'skipped', error: null });
+    // @ts-expect-error not a step state
+    void db.pipelines.steps.setMain({ tx, runId: '1', step: 's', state: 'done', error: null, from: ['blocked'] });
+    // @ts-expect-error the recording write names its step by a StepRef, not loose fields
+    void db.pipelines.steps.succeed({ tx, runId: '1', step: 's', item: '', jobId: '2', output: '{}', bytes: 2 });
+  });
+  // @ts-expect-error the rows are the statement's: a run listing has no `graph`
+  const listed: Promise<{ graph: unknown }[]> = db.pipelines.runs.list({ filter: { pipeline: null, states: null, key: null, dryRun: null, beforeId: null }, limit: 1 });
+  void listed;
+  // @ts-expect-error an id is text (a bigint as the database returns it), not a number
+  void db.pipelines.runs.get({ id: 1 });
 }
 void typeChecks;
 
@@ -70,12 +90,43 @@ describe('statements bound to the database', () => {
   it('db.jobs.claim takes its parameters by name and claims on the database it was bound to', async () => {
     const db = database();
     const [inserted] = await db.inserts.insert({ rows: [row('bound.claim', 'bound-q')], debounced: false });
-    const claimed = await db.jobs.claim({ queue: 'bound-q', kinds: ['bound.claim'], limit: 5, startNow: 1, owner: 'me', leaseMs: 60_000 });
+    const claimed = await db.jobs.claim({ queue: 'bound-q', kinds: ['bound.claim'], limit: 5, owner: 'me', leaseMs: 60_000 });
     expect(claimed.map((r) => [r.id, r.state, r.attempt])).toEqual([[inserted!.id, 'running', 1]]);
     const { rows } = await t.sql.query(`SELECT lease_owner, started_at IS NOT NULL AS started FROM "${t.schema}".jobs_all WHERE id = $1`, [inserted!.id]);
-    expect(rows).toEqual([{ lease_owner: 'me', started: true }]);
+    // The claim records no start: the worker records it when the handler runs (issue 11, bug 3).
+    expect(rows).toEqual([{ lease_owner: 'me', started: false }]);
     const held = await db.jobs.heartbeat({ ids: [claimed[0]!.id], tokens: [claimed[0]!.lease_token], leaseMs: 60_000 });
     expect([...held]).toEqual([claimed[0]!.lease_token]);
+  });
+
+  it('db.pipelines: a run started in a transaction is gone on rollback; its lock and steps are bound to the same database', async () => {
+    const db = database();
+    const start = (tx: Parameters<Parameters<Database['transaction']>[0]>[0]) =>
+      db.pipelines.runs.start({
+        tx,
+        run: { pipeline: 'bound.p', key: 'k1', dryRun: false, input: null, graph: '{"steps":[]}', traceContext: null, startedBy: 'test', deadlineMs: null },
+      });
+    await expect(
+      db.transaction(async (tx) => {
+        await start(tx);
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect(await db.pipelines.runs.find({ pipeline: 'bound.p', key: 'k1', dryRun: null })).toBeUndefined();
+    const started = await db.transaction(async (tx) => {
+      const row = await start(tx);
+      await db.pipelines.steps.insertMain({ tx, runId: row.id, steps: ['a', 'b'] });
+      return row;
+    });
+    expect(started.created).toBe(true);
+    const again = await db.transaction((tx) => start(tx));
+    expect([again.id, again.created]).toEqual([started.id, false]);
+    const locked = await db.transaction((tx) => db.pipelines.runs.lock({ tx, id: started.id }));
+    expect(locked?.state).toBe('running');
+    expect((await db.pipelines.steps.list({ runId: started.id, limit: 10 })).map((r) => [r.step, r.state])).toEqual([
+      ['a', 'blocked'],
+      ['b', 'blocked'],
+    ]);
   });
 
   it("an insert given the caller's transaction as db is part of it: gone on rollback, there on commit", async () => {

@@ -129,7 +129,14 @@ describe('dashboard security', () => {
 
   it('refuses to listen beyond loopback without auth: NS_DASHBOARD_NO_AUTH, and exit 2 from the CLI with how to configure it', async () => {
     const ns = t.client();
-    await expect(serveDashboard(createDashboard(ns), { port: 0, host: '0.0.0.0' })).rejects.toMatchObject({ code: 'NS_DASHBOARD_NO_AUTH' });
+    // Embedded through the API: the hint names the option of the caller's own code, not a config file it may not have.
+    const embedded = await serveDashboard(createDashboard(ns), { port: 0, host: '0.0.0.0' }).then(
+      () => undefined,
+      (e: unknown) => e as { code: string; hint: string },
+    );
+    expect(embedded?.code).toBe('NS_DASHBOARD_NO_AUTH');
+    expect(embedded?.hint).toContain('createDashboard(ns, { auth })');
+    expect(embedded?.hint).not.toContain('nightshift.config.ts');
     const out: string[] = [];
     const err: string[] = [];
     const code = await runCli(['dashboard', '--host', '0.0.0.0', '--port', '0', '--schema', t.schema], {
@@ -140,7 +147,8 @@ describe('dashboard security', () => {
     });
     expect(code).toBe(2);
     expect(err.join('')).toContain('NS_DASHBOARD_NO_AUTH');
-    expect(err.join('')).toContain('dashboard.auth');
+    expect(err.join('')).toContain('dashboard.auth in nightshift.config.ts');
+    expect(err.join('')).not.toContain('createDashboard');
   });
 
   it('without auth answers only by a loopback name: a page that rebinds its name to 127.0.0.1 gets nothing (DNS rebinding)', async () => {

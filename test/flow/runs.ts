@@ -6,8 +6,6 @@ export interface LimitRun {
   kind: string;
   key: string;
   pid: number;
-  /** When the claim recorded the attempt's start (what a rate limit counts). */
-  claimedAt: number;
   start: number;
   /**
    * When the run ended, or for a run that recorded no end (its process was killed, or its
@@ -24,7 +22,7 @@ export interface LimitRun {
 export async function limitRuns(sql: pg.Pool, schema: string, kind?: string): Promise<LimitRun[]> {
   const { rows } = await sql.query(
     `SELECT r.job_id::text, r.kind, r.key, r.pid,
-            extract(epoch FROM r.claimed_at) * 1000 AS claimed, extract(epoch FROM r.started_at) * 1000 AS started,
+            extract(epoch FROM r.started_at) * 1000 AS started,
             extract(epoch FROM coalesce(r.ended_at, (
               SELECT min((e->>'at')::timestamptz) FROM "${schema}".jobs_all j, jsonb_array_elements(coalesce(j.errors, '[]')) e
               WHERE j.id = r.job_id AND (e->>'at')::timestamptz > r.started_at))) * 1000 AS ended,
@@ -32,14 +30,22 @@ export async function limitRuns(sql: pg.Pool, schema: string, kind?: string): Pr
      FROM "${schema}".limit_runs r WHERE $1::text IS NULL OR r.kind = $1`,
     [kind ?? null],
   );
-  return rows.map((r: { job_id: string; kind: string; key: string; pid: number; claimed: string | null; started: string; ended: string | null; killed: boolean }) => ({
+  return rows.map((r: { job_id: string; kind: string; key: string; pid: number; started: string; ended: string | null; killed: boolean }) => ({
     jobId: r.job_id,
     kind: r.kind,
     key: r.key,
     pid: r.pid,
-    claimedAt: Number(r.claimed),
     start: Number(r.started),
     end: r.ended === null ? Infinity : Number(r.ended),
     killed: r.killed,
   }));
+}
+
+/**
+ * The starts the rate limit `name` (every rate limit, without one) counted, in ms on the database clock: each claim's time (taken
+ * in claim_limited, recorded by the trigger of limitRunsTable), once per start it took.
+ */
+export async function rateStarts(sql: pg.Pool, schema: string, name?: string): Promise<number[]> {
+  const { rows } = await sql.query(`SELECT extract(epoch FROM at) * 1000 AS at, n FROM "${schema}".limit_rate_claims WHERE $1::text IS NULL OR name = $1 ORDER BY at`, [name ?? null]);
+  return rows.flatMap((r: { at: string; n: number }) => Array.from({ length: r.n }, () => Number(r.at)));
 }

@@ -16,12 +16,13 @@ async function job(id: string) {
   return r.rows[0] as { id: string; state: string; attempt: number; dedupe_key: string | null; dedupe_given: string | null; errors: { kind: string }[] | null };
 }
 
-/** Claims jobs of `queue` as a worker that then dies: its lease expires at once. */
+/** Claims jobs of `queue` as a worker that started their handlers and then died: its lease expires at once. */
 async function claimAsCrashedWorker(queue: string, kinds: string[], n: number) {
   const pool = createPool({ connectionString: t.url, max: 1, applicationName: 'crashed' });
   try {
     const db = new Database(pool, t.schema);
-    const rows = await db.jobs.claim({ queue, kinds, limit: n, startNow: n, owner: 'crashed-worker', leaseMs: 60_000 });
+    const rows = await db.jobs.claim({ queue, kinds, limit: n, owner: 'crashed-worker', leaseMs: 60_000 });
+    await db.jobs.start({ ids: rows.map((r) => r.id), tokens: rows.map((r) => r.lease_token) });
     await t.sql.query(`UPDATE ${q()}.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);
     return rows;
   } finally {

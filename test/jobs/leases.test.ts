@@ -11,7 +11,7 @@ const payload = z.object({ n: z.number() });
 const q = () => `"${t.schema}"`;
 
 async function row(id: string) {
-  return (await t.sql.query(`SELECT state, lease_token::text, lease_owner, lease_expires_at, attempt, errors, reason FROM ${q()}.jobs_all WHERE id = $1`, [id])).rows[0];
+  return (await t.sql.query(`SELECT state, lease_token::text, lease_owner, lease_expires_at, attempt, errors, reason, started_at FROM ${q()}.jobs_all WHERE id = $1`, [id])).rows[0];
 }
 
 /** Makes the job's lease look expired on the database clock, as if its worker stopped heartbeating long ago. */
@@ -70,7 +70,8 @@ describe('leases and fencing tokens', () => {
     a.on((e) => events.push(e));
     const { id } = await a.enqueue(handlerA, { n: 1 });
     await a.start();
-    await waitFor('A to hold the job', async () => (await row(id)).state === 'running');
+    // Running, and its start recorded (the worker records it once the handler has run 100 ms).
+    await waitFor('A to run the job', async () => (await row(id)).started_at !== null);
     const tokenA = (await row(id)).lease_token;
     await expireLease(id);
     const b = t.client({ jobs: [handlerB], owner: 'rescuer-b', maintenance: false });
@@ -136,7 +137,9 @@ describe('leases and fencing tokens', () => {
       (await holder.enqueue(last, { n: 3 })).id,
     ];
     await holder.start();
-    await waitFor('all three to run', async () => (await Promise.all(ids.map(row))).every((r) => r.state === 'running'));
+    // Running, their starts recorded (the worker records a start once the handler has run 100 ms;
+    // a lease lost before that gives the attempt back: test/jobs/unstarted-rescue.test.ts).
+    await waitFor('all three to run', async () => (await Promise.all(ids.map(row))).every((r) => r.state === 'running' && r.started_at !== null));
     for (const id of ids) await expireLease(id);
     const rescuer = t.client({ maintenance: false });
     expect((await rescuer.runMaintenance()).rescued).toBe(3);

@@ -46,10 +46,13 @@ async function setUp() {
     onError: (_where, err) => errors.push(err),
   });
   const ns = t.client({ jobs: [job] });
-  /** Enqueues `n` jobs of a queue of the test's own and claims them, the first `startNow` as started. */
+  /** Enqueues `n` jobs of a queue of the test's own and claims them, the first `startNow` recorded as started. */
   const claim = async (queue: string, n: number, startNow = n): Promise<ClaimedRow[]> => {
     await ns.enqueueMany(job, Array.from({ length: n }, (_, i) => ({ n: i })), { queue });
-    return db.jobs.claim({ queue, kinds: ['oc'], limit: n, startNow, owner: 'outcomes-test', leaseMs: 60_000 });
+    const rows = await db.jobs.claim({ queue, kinds: ['oc'], limit: n, owner: 'outcomes-test', leaseMs: 60_000 });
+    const started = rows.slice(0, startNow);
+    if (started.length > 0) await db.jobs.start({ ids: started.map((r) => r.id), tokens: started.map((r) => r.lease_token) });
+    return rows;
   };
   const stored = (id: string) => ns.getJob(id);
   return { db, events, seen, active, errors, outcomes, completer, claim, stored };
@@ -78,7 +81,7 @@ describe('Outcomes: the one writer of a claimed job’s end', () => {
     const j = s.active.add(row!);
     // The lease was taken meanwhile (rescued and claimed again by another worker): a new token.
     await t.sql.query(`UPDATE "${t.schema}".jobs SET state = 'available', lease_token = NULL WHERE id = $1`, [row!.id]);
-    const [again] = await s.db.jobs.claim({ queue: 'oc-stale', kinds: ['oc'], limit: 1, startNow: 1, owner: 'other', leaseMs: 60_000 });
+    const [again] = await s.db.jobs.claim({ queue: 'oc-stale', kinds: ['oc'], limit: 1, owner: 'other', leaseMs: 60_000 });
     expect(again!.lease_token).not.toBe(row!.lease_token);
     expect(await s.outcomes.finish(j, { cause: 'completed' })).toBe('refused');
     expect(await s.stored(row!.id)).toMatchObject({ state: 'running', leaseOwner: 'other', leaseToken: again!.lease_token });

@@ -152,7 +152,7 @@ describe('claiming ahead of free slots (prefetch)', () => {
     const pool = createPool({ connectionString: t.url, max: 1, applicationName: 'pf-crashed' });
     try {
       const db = new Database(pool, t.schema);
-      const claimed = await db.jobs.claim({ queue: 'pf-amo', kinds: ['pf-amo'], limit: 2, startNow: 2, owner: 'crashed', leaseMs: 60_000 });
+      const claimed = await db.jobs.claim({ queue: 'pf-amo', kinds: ['pf-amo'], limit: 2, owner: 'crashed', leaseMs: 60_000 });
       expect(claimed.map((r) => r.id).sort()).toEqual([...ids].sort());
       const second = claimed.find((r) => r.id === ids[1])!;
       expect([...(await db.jobs.start({ ids: [second.id], tokens: [second.lease_token] }))]).toEqual([second.lease_token]);

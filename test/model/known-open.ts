@@ -11,8 +11,9 @@ export const KNOWN_OPEN: Record<BugId, boolean> = {
   bug1: false,
   bug2: false,
   bug4: false,
-  // Fixed for jobs held ahead; still open for a job claimed to start at once (see BUGS).
-  bug3: true,
+  // Fixed: the claim records no start; the worker records each (batched), so a crash between a
+  // claim and a handler's start gives the attempt back for every claimed job.
+  bug3: false,
   // Fixed: due times carried by notifications, and learned by a worker's first empty claim after
   // it starts and after its listener reconnects (the notifications it may have missed).
   bug5: false,
@@ -27,7 +28,7 @@ export type BugId = 'bug1' | 'bug2' | 'bug3' | 'bug4' | 'bug5' | 'listenerStopHa
 export const BUGS: Record<BugId, string> = {
   bug1: 'a process claiming several queues starves some of them (the other fetchers take every slot for their claims; a fetcher that found none free waits for a finished job, and no wake-up or returned slot reaches it)',
   bug2: 'a dedupe follow-up stalls rescue (a job whose key a pending job holds cannot go back to available: jobs_dedupe unique violation)',
-  bug3: 'a crash discards jobs that never ran (a claim counts the attempt; the rescuer discards those on their last attempt) — since the fix, only jobs claimed to start at once: their start is recorded by the claim, so a process killed (or frozen, then killed) before their handler ran loses their last attempt',
+  bug3: 'a crash discards jobs that never ran (a claim counts the attempt; the rescuer discards those on their last attempt)',
   bug4: 'a timed-out handler that ignores its signal keeps its slot (the slot frees only when the handler returns)',
   bug5: 'due jobs start up to the poll interval late (runAt, delayMs, back-off and debounce set no timer for the next due job) — since the fix, when the notification that carries the due time is lost: a delayed job enqueued before the listener listens (just after start(), during a reconnect) waits for the poll; the catch-up claim does not learn the next due time',
   listenerStopHang:

@@ -31,6 +31,9 @@ describe('fencing', () => {
     await ns.start();
     await ns.pipelines.start(p, 'k');
     await waitFor('the first attempt to be running', () => started.has(1));
+    // The worker records a start once the handler has run 100 ms (a lease lost before that gives
+    // the attempt back, and the next claim would be attempt 1 again).
+    await waitFor('its start to be recorded', async () => (await t.sql.query(`SELECT 1 FROM ${q()}.jobs WHERE kind = 'pipeline:fence:settle' AND started_at IS NOT NULL`)).rowCount === 1);
     // Its lease expires; the rescuer gives the job back; the worker claims it again as attempt 2.
     await t.sql.query(`UPDATE ${q()}.jobs SET lease_expires_at = now() - interval '1 second' WHERE kind = 'pipeline:fence:settle'`);
     await ns.runMaintenance();

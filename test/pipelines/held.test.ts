@@ -74,6 +74,7 @@ describe('a step whose job ended without recording it', () => {
     await worker.start();
     await worker.pipelines.start(p, 'k');
     await waitFor('the step to start', () => started);
+    await waitFor('its start to be recorded (after 100 ms of running)', async () => (await t.sql.query(`SELECT 1 FROM ${q()}.jobs WHERE kind = 'pipeline:lost:only' AND started_at IS NOT NULL`)).rowCount === 1);
     // The worker "dies" (its lease lapses); the rescuer discards the job: no attempt is left.
     await t.sql.query(`UPDATE ${q()}.jobs SET lease_expires_at = now() - interval '1 second' WHERE kind = 'pipeline:lost:only'`);
     const ops = t.client({ pipelines: [p] });

@@ -36,7 +36,7 @@ export function registerDashboard(program: Command, run: CliRun): void {
           logger: ns.logger,
         });
         // Before connecting: an unsafe bind is a configuration error, whatever the database says.
-        checkBind(host, dashboard);
+        checkBind(host, dashboard, 'cli');
         await ns.checkMigrated();
         const server = await serveDashboard(dashboard, { port, host });
         const stopped = untilStopped(run.stops, run.note, async (reason) => {

@@ -46,14 +46,45 @@ export function table(headers: string[], rows: Html[], empty: string): Html {
   </table>`;
 }
 
-/** A POST form with one button (and hidden fields): every state change goes through one. */
-export function actionForm(view: ViewContext, p: { page: string; action: string; label: string; fields?: Record<string, string>; back: string; confirm?: string; reason?: boolean; id?: string }): Html {
-  return html`<form class="inline" method="post" action="${view.href(`/actions/${p.page}/${p.action}`)}" ${p.confirm ? html`data-confirm="${p.confirm}"` : ''}>
+/** A POST form with one button (hidden fields, optionally a choice and a reason): every state change of the dashboard goes through one. */
+export function actionForm(view: ViewContext, p: ActionFormSpec): Html {
+  const reasonLabel = p.reasonLabel ?? `reason for ${p.label}`;
+  return html`<form class="inline" method="post" action="${view.href(`/actions/${p.page}/${p.action}`)}" ${p.formId ? html`id="${p.formId}"` : ''} ${p.confirm ? html`data-confirm="${p.confirm}"` : ''}>
     ${view.csrf}<input type="hidden" name="back" value="${p.back}" />
     ${Object.entries(p.fields ?? {}).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}" />`)}
-    ${p.reason ? html`<input name="reason" placeholder="reason" aria-label="reason for ${p.label}" maxlength="500" />` : ''}
+    ${
+      p.select
+        ? html`<select name="${p.select.name}" aria-label="${p.select.label}">
+            ${p.select.options.map((o) => html`<option value="${o}">${o}</option>`)}
+          </select>`
+        : ''
+    }
+    ${p.reason ? html`<input name="reason" placeholder="reason" aria-label="${reasonLabel}" maxlength="500" ${p.reason === 'required' ? html`required` : ''} />` : ''}
     <button type="submit" ${p.id ? html`id="${p.id}"` : ''}>${p.label}</button>
   </form>`;
+}
+
+/** What {@link actionForm} renders: a POST to `/actions/<page>/<action>` with the CSRF token and the way back. */
+export interface ActionFormSpec {
+  page: string;
+  action: string;
+  /** The button's text. */
+  label: string;
+  /** Hidden fields naming what the action applies to. */
+  fields?: Record<string, string>;
+  back: string;
+  /** A question the browser asks before it posts. */
+  confirm?: string;
+  /** A reason field: optional (`true`) or `'required'`. */
+  reason?: boolean | 'required';
+  /** The reason field's accessible name (default "reason for <label>"). */
+  reasonLabel?: string;
+  /** One choice the action takes (a resolution, a step), shown before the reason. */
+  select?: { name: string; label: string; options: readonly string[] };
+  /** The button's id. */
+  id?: string;
+  /** The form's id. */
+  formId?: string;
 }
 
 /** The current page's URL (for a form's way back). */

@@ -59,17 +59,20 @@ export const jobPage = definePage({
       if (j.state === 'available' && j.runAt.getTime() > now) acts.push(actionForm(view, { page: 'job', action: 'run-now', label: 'run now', fields: { id: j.id }, back: b }));
     }
     if (view.can('resolve') && (j.state === 'held' || j.state === 'abandoned')) {
+      const select = { name: 'as', label: 'resolve as', options: ['completed', 'failed', 'retry'] };
       acts.push(
-        html`<form class="inline" method="post" action="${view.href('/actions/job/resolve')}" id="resolve-form">
-          ${view.csrf}<input type="hidden" name="back" value="${b}" /><input type="hidden" name="id" value="${j.id}" />
-          <select name="as" aria-label="resolve as">
-            <option value="completed">completed</option>
-            <option value="failed">failed</option>
-            <option value="retry">retry</option>
-          </select>
-          <input name="reason" placeholder="reason" maxlength="500" aria-label="reason for resolving" required />
-          <button type="submit" id="resolve">resolve</button>
-        </form>`,
+        actionForm(view, {
+          page: 'job',
+          action: 'resolve',
+          label: 'resolve',
+          fields: { id: j.id },
+          back: b,
+          select,
+          reason: 'required',
+          reasonLabel: 'reason for resolving',
+          id: 'resolve',
+          formId: 'resolve-form',
+        }),
       );
     }
     return html`<h1>Job ${j.id} <span data-live="state">${state(j.state)}</span></h1>

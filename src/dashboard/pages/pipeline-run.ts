@@ -92,16 +92,10 @@ function actions(r: PipelineRunDetail, view: ViewContext): Html {
   if (r.state === 'running' || r.state === 'held')
     out.push(actionForm(view, { page: 'run', action: 'cancel', label: 'cancel', fields, back: b, reason: true, confirm: `Cancel run ${r.id}?`, id: 'cancel-run' }));
   if (r.state !== 'running') {
+    const select = { name: 'from', label: 'restart from step', options: r.stepList.map((s) => s.name) };
+    const confirm = 'Run this step and every step after it again, as a new generation?';
     out.push(
-      html`<form class="inline" method="post" action="${view.href('/actions/run/restart')}" id="restart-form" data-confirm="Run this step and every step after it again, as a new generation?">
-        ${view.csrf}<input type="hidden" name="back" value="${b}" />
-        ${Object.entries(fields).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}" />`)}
-        <select name="from" aria-label="restart from step">
-          ${r.stepList.map((s) => html`<option value="${s.name}">${s.name}</option>`)}
-        </select>
-        <input name="reason" placeholder="reason" aria-label="reason for restart" maxlength="500" />
-        <button type="submit" id="restart">restart from</button>
-      </form>`,
+      actionForm(view, { page: 'run', action: 'restart', label: 'restart from', fields, back: b, select, reason: true, reasonLabel: 'reason for restart', confirm, id: 'restart', formId: 'restart-form' }),
     );
   }
   if (r.artifacts.length) out.push(actionForm(view, { page: 'run', action: 'verify', label: 'verify artifacts', fields, back: b, id: 'verify' }));
