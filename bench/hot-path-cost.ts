@@ -6,10 +6,14 @@
  * the database cost alone.
  *
  *   npx tsx bench/hot-path-cost.ts [--jobs 50000] [--batch 500] [--variant 'name=SQL; SQL' ...] [--limits]
+ *     [--limit-set all|concurrency|rate] [--running 0]
  *
  * --limits runs each variant a second time with fleet-wide limits on the kind that the run never
  * hits (a global concurrency limit, one per key over 100 keys, a rate limit), claimed by the
  * limited claim: the database cost of flow control when it does not hold anything back.
+ * --limit-set picks the limits as the drain bench's BENCH_LIMITS does (default: all three).
+ * --running N claims N jobs first and keeps them running through the measure, as a worker's
+ * running and held jobs are during a drain (the limited claim's counts see them).
  *
  * SQL in a variant may name the schema as {s}.
  */
@@ -33,13 +37,21 @@ const { values } = parseArgs({
     variant: { type: 'string', multiple: true, default: [] },
     rounds: { type: 'string', default: '2' },
     limits: { type: 'boolean', default: false },
+    'limit-set': { type: 'string', default: 'all' },
+    running: { type: 'string', default: '0' },
   },
 });
 const jobs = Number(values.jobs);
 const batch = Number(values.batch);
 const base: [string, string][] = [['as migrated', ''], ...values.variant!.map((v) => v.split(/=(.*)/s).slice(0, 2) as [string, string])];
 const variants: [string, string, boolean][] = base.flatMap(([n, q]) => (values.limits ? [[n, q, false] as [string, string, boolean], [`${n}, limited`, q, true] as [string, string, boolean]] : [[n, q, false] as [string, string, boolean]]));
-const NOT_HIT = { concurrency: [{ limit: 100_000 }, { limit: 10_000, key: (p: { i: number }) => String(p.i % 100) }], rateLimit: { limit: 1_000_000, per: 1_000 } };
+const set = values['limit-set']!;
+if (!['all', 'concurrency', 'rate'].includes(set)) throw new Error(`--limit-set must be all, concurrency or rate, got ${set}`);
+const running = Number(values.running);
+const NOT_HIT = {
+  ...(set !== 'rate' ? { concurrency: [{ limit: 100_000 }, { limit: 10_000, key: (p: { i: number }) => String(p.i % 100) }] } : {}),
+  ...(set !== 'concurrency' ? { rateLimit: { limit: 1_000_000, per: 1_000 } } : {}),
+};
 
 const server = await startEmbeddedPostgres({ flags: SERVER_FLAGS });
 try {
@@ -68,6 +80,12 @@ try {
       let claimMs = 0;
       let completeMs = 0;
       let done = 0;
+      const claimOnce = (n: number) =>
+        limited
+          ? pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.limits.statements.claim, values: ['default', ['bench.noop'], n, 'cost', 30_000, 0, plan!.names, JSON.stringify(plan!.defaults), plan!.queueKeys] })
+          : pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.jobs.statements.claim, values: ['default', ['bench.noop'], n, 'cost', 30_000] });
+      // Jobs that stay running through the measure (claimed, never completed), not counted in it.
+      if (running > 0) await claimOnce(running);
       const lsn0 = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
       // CPU time of the one backend doing the work: robust to other load on the machine.
       const backend = (await pool.pool.query('SELECT pg_backend_pid() AS p')).rows[0].p as number;
@@ -75,9 +93,7 @@ try {
       const start = performance.now();
       for (;;) {
         const c0 = performance.now();
-        const r = limited
-          ? await pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.limits.statements.claim, values: ['default', ['bench.noop'], batch, 'cost', 30_000, 0, plan!.names, JSON.stringify(plan!.defaults), plan!.queueKeys] })
-          : await pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.jobs.statements.claim, values: ['default', ['bench.noop'], batch, 'cost', 30_000] });
+        const r = await claimOnce(batch);
         r.rows = r.rows.filter((x) => x.id !== null);
         claimMs += performance.now() - c0;
         if (r.rows.length === 0) break;

@@ -3,6 +3,7 @@
  * cause the model allows, a job runs again only for a documented cause (docs/delivery.md), and no
  * job starts after its deadline.
  */
+import { jobLimitKeys, roomStretches } from './checker-limits.js';
 import { starvedBySignature } from './checker-live.js';
 import type { BugId } from './known-open.js';
 import { behaviourOf } from './model-jobs.js';
@@ -125,7 +126,10 @@ export class FinalChecker {
         else if ((j.finishedAt ?? 0) < j.expiresAt - 100) this.flag('finished-with-cause', j, `expired at ${this.t(j.finishedAt ?? 0)}, before its deadline ${this.t(j.expiresAt)}`);
         return;
       case 'available': {
-        const due = j.runAt <= this.obs.drainedAt - this.bounds.startMs;
+        // Due for a whole bound before the end, and (under limits) with room for all of that bound.
+        const tail: [number, number] = [this.obs.drainedAt - this.bounds.startMs, this.obs.drainedAt];
+        const room = roomStretches(this.obs, jobLimitKeys(this.obs.scenario, j), ...tail);
+        const due = j.runAt <= tail[0] && room.length === 1 && room[0]![0] <= tail[0] + 250 && room[0]![1] >= tail[1] - 250;
         const handedBack = j.errors.at(-1)?.kind === 'shutdown' && Date.parse(j.errors.at(-1)!.at) >= this.obs.drainedAt - 1_000;
         const claimers = this.obs.instances
           .filter((i) => !i.killed && (i.readyAt ?? Infinity) <= this.obs.drainedAt)

@@ -2,6 +2,7 @@
  * Invariants judged from the samples taken during the run: due jobs start once a slot is free,
  * expired leases are rescued, and dedupe keys hold (also: no unique violation in any worker's log).
  */
+import { intersect, jobLimitKeys, roomStretches } from './checker-limits.js';
 import type { BugId } from './known-open.js';
 import type { JobRow, Observation } from './observation.js';
 import type { DueJob } from './sampler.js';
@@ -75,22 +76,29 @@ function livenessSuspects(v: ProcessView, w: Wait, from: number, to: number, row
   return suspects;
 }
 
-/** Every due job in a claimed queue starts within the bound once a process claiming it has a free slot and can work. */
+/**
+ * Every due job in a claimed queue starts within the bound once a process claiming it has a free
+ * slot and can work, and — for a job under fleet-wide limits — every one of its limits has room.
+ */
 export function checkStarts(obs: Observation, views: ProcessView[], bounds: ModelBounds): Violation[] {
   const rows = new Map(obs.jobs.map((j) => [j.id, j]));
   const out: Violation[] = [];
   for (const w of waits(obs)) {
     if (w.to - w.from < bounds.startMs) continue;
+    const row = rows.get(w.job.id);
+    const keys = row ? jobLimitKeys(obs.scenario, row) : [];
+    // A limited job may wait while one of its limits is full (the samples count the leases).
+    const room = roomStretches(obs, keys, w.from, w.to);
     // Each stretch in which some process could have started it, long enough to break the bound, is
     // its own evidence (their causes may differ: a bug fixed must not hide behind one still open).
     for (const v of views) {
       if (!v.claims(w.job.queue)) continue;
-      for (const [from, to] of v.stretches(w.from, w.to, (t) => v.canWork(t) && v.slotFree(w.job.queue, t, true))) {
+      for (const [from, to] of intersect(v.stretches(w.from, w.to, (t) => v.canWork(t) && v.slotFree(w.job.queue, t, true)), room)) {
         if (to - from < v.startBound(from)) continue;
         out.push({
           invariant: 'starts-when-free',
           job: w.job.id,
-          detail: `job ${w.job.id} (${w.job.queue}, attempt ${w.job.attempt}) was due and unclaimed for ${Math.round(to - from)} ms from t+${Math.round(from - obs.t0)} while ${v.name} claimed its queue with a free slot (bound ${v.startBound(from)} ms)`,
+          detail: `job ${w.job.id} (${w.job.queue}, attempt ${w.job.attempt}) was due and unclaimed for ${Math.round(to - from)} ms from t+${Math.round(from - obs.t0)} while ${v.name} claimed its queue with a free slot${keys.length ? ` and its limits (${keys.join(', ')}) had room` : ''} (bound ${v.startBound(from)} ms)`,
           suspects: livenessSuspects(v, w, from, to, rows.get(w.job.id)),
         });
       }

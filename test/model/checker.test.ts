@@ -101,4 +101,69 @@ describe('model checker', () => {
     expect(v.violations.map((x) => x.invariant)).toEqual(['rescue-progresses']);
     expect(suspectedBugs(v)).toEqual(['bug2']);
   });
+
+  describe('fleet-wide limits', () => {
+    // Two jobs of one key under a limit of 1 per key (and 2 in total) on the at-least-once kind.
+    const limits = { alo: { total: 2, perKey: 1 } };
+    const key = 'limit:model-alo-key#a';
+    const steps = [
+      { atMs: 0, count: 1, job: { kind: 'alo' as const, queue: 'mq0' as const, plan: ['ok' as const], workMs: 500, limitKey: 'a' } },
+      { atMs: 0, count: 1, job: { kind: 'alo' as const, queue: 'mq0' as const, plan: ['ok' as const], workMs: 500, limitKey: 'a' } },
+    ];
+    const jobs = [job({ id: '1', step: 0 }), job({ id: '2', step: 1, leaseToken: '8', finishedAt: T0 + 1_000 })];
+    const effects = [
+      { jobId: '1', attempt: 1, pid: 100, token: '7', note: 'ok', at: T0 + 11, endedAt: T0 + 500, outcome: 'ok' },
+      { jobId: '2', attempt: 1, pid: 101, token: '8', note: 'ok', at: T0 + 301, endedAt: T0 + 800, outcome: 'ok' },
+    ];
+    const limited = (over: Partial<Observation> = {}) => {
+      const enqueues = [0, 1].map((step) => ({ step, copy: 0, at: T0, id: String(step + 1), deduped: false, error: undefined }));
+      const base = observation({ instances: [instance(), instance({ name: 'w1.0', spec: 1, pid: 101 })], jobs, effects, enqueues, ...over });
+      const workers = [base.scenario.workers[0]!, base.scenario.workers[0]!];
+      return { ...base, scenario: { ...base.scenario, workers, steps, limits } };
+    };
+    const first = run({ jobId: '1', token: '7', startMs: T0 + 10, endMs: T0 + 500 });
+    const second = (startMs: number) => run({ jobId: '2', pid: 101, token: '8', startMs, endMs: startMs + 500 });
+
+    it('passes runs of one key one after the other', () => {
+      expect(checkObservation(limited({ runs: [first, second(T0 + 500)] })).violations).toEqual([]);
+    });
+
+    it('flags two runs of a key with a limit of 1 that overlap, and a sample that saw two leases of it', () => {
+      const v = checkObservation(limited({ runs: [first, second(T0 + 300)] }));
+      expect(v.violations.map((x) => x.invariant)).toEqual(['limit-holds']);
+      expect(v.violations[0]!.detail).toContain(key);
+      const both = samples(T0, T0 + 30_000).map((x) => (x.at === T0 + 250 ? { ...x, limited: [{ id: '1', token: '7', keys: [key] }, { id: '2', token: '8', keys: [key] }] } : x));
+      // The runs one after the other, but a sample saw both leases held at once.
+      const v2 = checkObservation(limited({ runs: [first, second(T0 + 500)], samples: both }));
+      expect(v2.violations.map((x) => x.invariant)).toEqual(['limit-holds']);
+      expect(v2.violations[0]!.detail).toContain('2 running jobs held');
+    });
+
+    it("counts a SIGKILLed worker's run until a sample last saw its lease, and a frozen one's only while it provably held it", () => {
+      // Killed at +100: its lease was still seen running at +1000, when the second run had started.
+      const killed = [instance({ exitAt: T0 + 100, killed: true, stop: undefined }), instance({ name: 'w1.0', spec: 1, pid: 101 })];
+      const seen = samples(T0, T0 + 30_000).map((x) => (x.at <= T0 + 1_000 ? { ...x, limited: [{ id: '1', token: '7', keys: [key, 'limit:model-alo-total'] }] } : x));
+      const crashed = [run({ jobId: '1', token: '7', startMs: T0 + 10, endMs: undefined, outcome: undefined }), second(T0 + 600)];
+      const v = checkObservation(limited({ instances: killed, runs: crashed, samples: seen, jobs: [jobs[0]!, jobs[1]!] }));
+      expect(v.violations.filter((x) => x.invariant === 'limit-holds').length).toBe(1);
+      // Rescued before the second run started: no overlap of leases.
+      expect(checkObservation(limited({ instances: killed, runs: [crashed[0]!, second(T0 + 1_100)], samples: seen })).violations.filter((x) => x.invariant === 'limit-holds')).toEqual([]);
+      // Frozen from +100 to +2000 while its handler ran: after the freeze began, its run counts only while a sample saw its lease.
+      const frozen = [{ kind: 'sigstop' as const, targetPid: 100, backendPid: null, startedAt: T0 + 100, endedAt: T0 + 2_000, detail: 'w0.0', instance: 'w0.0' }];
+      const resumed = run({ jobId: '1', token: '7', startMs: T0 + 10, endMs: T0 + 2_100 });
+      expect(checkObservation(limited({ faults: frozen, runs: [resumed, second(T0 + 600)] })).violations.filter((x) => x.invariant === 'limit-holds')).toEqual([]);
+    });
+
+    it('lets a limited job wait while its key is full, and flags it waiting while the key has room', () => {
+      const waiting = { id: '2', queue: 'mq0', attempt: 0, runAt: T0, createdAt: T0 };
+      const wait = samples(T0, T0 + 20_000, [waiting]);
+      const pending = [jobs[0]!, job({ id: '2', step: 1, state: 'available', attempt: 0, leaseToken: null })];
+      const full = wait.map((x) => ({ ...x, limited: [{ id: '1', token: '7', keys: [key] }] }));
+      const long = run({ jobId: '1', token: '7', startMs: T0, endMs: T0 + 20_000 });
+      const one = { instances: [instance()], effects: [effects[0]!] };
+      expect(checkObservation(limited({ ...one, samples: full, jobs: pending, runs: [long] })).violations.filter((x) => x.invariant === 'starts-when-free')).toEqual([]);
+      const room = checkObservation(limited({ ...one, samples: wait, jobs: pending, runs: [first] }));
+      expect(room.violations.map((x) => x.invariant)).toContain('starts-when-free');
+    });
+  });
 });

@@ -2,10 +2,12 @@
  * The checker of the model-based test: every invariant of violation.ts, judged against what the
  * reference model allows (timeline.ts), with the known bugs each violation's signature matches.
  */
+import { checkLimits } from './checker-limits.js';
 import { checkDedupe, checkRescue, checkStarts, checkStops, couldRescue } from './checker-live.js';
 import { FinalChecker } from './checker-final.js';
 import { BUGS, excused, KNOWN_OPEN, type BugId } from './known-open.js';
 import type { Observation } from './observation.js';
+import { limitMaxes } from './scenario.js';
 import { defaultBounds, processViews, type ModelBounds } from './timeline.js';
 import { INVARIANTS, type InvariantId, type Violation } from './violation.js';
 
@@ -18,7 +20,8 @@ export interface Verdict {
 /** Judges one run. */
 export function checkObservation(obs: Observation, bounds: ModelBounds = defaultBounds()): Verdict {
   const views = processViews(obs, bounds);
-  const live = [...checkStarts(obs, views, bounds), ...checkRescue(obs, views, bounds), ...checkDedupe(obs), ...checkStops(obs, bounds)];
+  const peaks = new Map<string, number>();
+  const live = [...checkStarts(obs, views, bounds), ...checkRescue(obs, views, bounds), ...checkDedupe(obs), ...checkStops(obs, bounds), ...checkLimits(obs, views, peaks)];
   const liveSuspects = new Map<string, BugId[]>();
   for (const v of live) if (v.job) liveSuspects.set(v.job, [...new Set([...(liveSuspects.get(v.job) ?? []), ...v.suspects])]);
   const violations = [...live, ...new FinalChecker(obs, bounds, liveSuspects, (from, to) => couldRescue(views, bounds, from, to)).check()];
@@ -36,6 +39,8 @@ export function checkObservation(obs: Observation, bounds: ModelBounds = default
       processes: obs.instances.length,
       samples: obs.samples.length,
       'drain ended by its bound': obs.drainTimedOut ? 'yes' : 'no',
+      // Most runs that held each limit key at once, against its limit: whether the limits were reached.
+      ...(peaks.size ? { 'limit keys, most held at once / limit': [...peaks].sort().map(([k, n]) => `${k.replace(/^limit:model-/, '')} ${n}/${limitMaxes(obs.scenario).get(k.split('#')[0]!)}`).join(', ') } : {}),
       ...(obs.harnessErrors.length ? { 'harness errors': obs.harnessErrors.join('; ').slice(0, 1_000) } : {}),
     },
   };

@@ -7,7 +7,19 @@
  * process's slots.
  */
 import fc from 'fast-check';
-import { MODEL_QUEUES, type Behaviour, type EnqueueStep, type FaultStep, type JobSpec, type ModelQueue, type ModelScenario, type WorkerSpec } from './scenario.js';
+import {
+  MODEL_LIMIT_KEYS,
+  MODEL_QUEUES,
+  type Behaviour,
+  type EnqueueStep,
+  type FaultStep,
+  type JobSpec,
+  type KindLimits,
+  type ModelLimits,
+  type ModelQueue,
+  type ModelScenario,
+  type WorkerSpec,
+} from './scenario.js';
 
 /** The size of generated scenarios. */
 export interface Profile {
@@ -63,6 +75,7 @@ function job(p: Profile): fc.Arbitrary<RawJob> {
       debounceMs: maybe(fc.integer({ min: 300, max: 3_000 }), 3),
       delay: maybe(fc.record({ ms: fc.integer({ min: 200, max: p.maxDelayMs }), as: fc.constantFrom<'delayMs' | 'runAt'>('delayMs', 'runAt') }), 4),
       deadline: maybe(fc.record({ afterDueMs: fc.integer({ min: 100, max: 8_000 }), as: fc.constantFrom<'maxAgeMs' | 'expiresAt'>('maxAgeMs', 'expiresAt') }), 2),
+      limitKey: maybe(fc.constantFrom(...MODEL_LIMIT_KEYS), 7),
     })
     .map((j) => {
       // Debounce needs a key and sets the run time itself.
@@ -138,7 +151,23 @@ function group(p: Profile): fc.Arbitrary<Group> {
       ],
       faults: [],
     }));
-  return weighted([single, 6], [burst, 2], [followUp, 2], [deafCrowd, 1]);
+  // Jobs of one limit key at once, longer than a claim: under a limit they queue for its slots; a
+  // process claiming them may crash while it holds some (its slots free only at the rescue).
+  const limitCrowd: fc.Arbitrary<Group> = fc
+    .record({
+      atMs: at,
+      queue: fc.nat(2),
+      kind: weighted<'alo' | 'amo'>([fc.constant('alo'), 3], [fc.constant('amo'), 1]),
+      key: fc.constantFrom(...MODEL_LIMIT_KEYS),
+      count: fc.integer({ min: 2, max: 6 }),
+      workMs: fc.integer({ min: 100, max: 800 }),
+      crash: crash(p, fc.integer({ min: 150, max: 1_000 }), 3),
+    })
+    .map(({ atMs, queue, kind, key, count, workMs, crash: c }) => ({
+      steps: [{ atMs, count, job: { kind, queue, plan: ['ok' as const], workMs, limitKey: key } }],
+      faults: c ? [{ atMs: atMs + c.afterMs, worker: c.worker, kind: 'kill' as const, restart: true, victimOf: queue }] : [],
+    }));
+  return weighted([single, 6], [burst, 2], [followUp, 2], [deafCrowd, 1], [limitCrowd, 2]);
 }
 
 function fault(p: Profile): fc.Arbitrary<FaultStep> {
@@ -152,6 +181,21 @@ function fault(p: Profile): fc.Arbitrary<FaultStep> {
   );
 }
 
+/** Fleet-wide limits of one kind: in total, per key, or both (small, so that they are hit). */
+const kindLimits: fc.Arbitrary<KindLimits> = fc
+  .record({ total: maybe(fc.integer({ min: 1, max: 4 }), 6), perKey: maybe(fc.integer({ min: 1, max: 2 }), 7) })
+  .map((l) => strip(l));
+
+/** The scenario's limits: in most scenarios (npm test runs only three), on one kind or both. */
+const modelLimits: fc.Arbitrary<ModelLimits | undefined> = maybe(
+  fc.record({ alo: maybe(kindLimits, 8), amo: maybe(kindLimits, 5) }).map((l) => strip({ alo: nonEmpty(l.alo), amo: nonEmpty(l.amo) })),
+  7,
+);
+
+function nonEmpty(l: KindLimits | undefined): KindLimits | undefined {
+  return l && (l.total !== undefined || l.perKey !== undefined) ? l : undefined;
+}
+
 /** Scenarios of the given size. */
 export function scenarioArbitrary(p: Profile): fc.Arbitrary<ModelScenario> {
   return fc
@@ -159,8 +203,9 @@ export function scenarioArbitrary(p: Profile): fc.Arbitrary<ModelScenario> {
       workers: fc.array(worker, { minLength: 1, maxLength: p.maxWorkers }),
       groups: fc.array(group(p), { minLength: 1, maxLength: p.maxGroups }),
       faults: fc.array(fault(p), { maxLength: p.maxFaults }),
+      limits: modelLimits,
     })
-    .map(({ workers, groups, faults }) => {
+    .map(({ workers, groups, faults, limits }) => {
       const claimed = MODEL_QUEUES.filter((q) => workers.some((w) => w.queues.some((x) => x.name === q)));
       const queue = (i: number): ModelQueue => claimed[i % claimed.length]!;
       const steps: EnqueueStep[] = groups.flatMap((g) => g.steps).map((s) => ({ ...s, job: { ...s.job, queue: queue(s.job.queue) } }));
@@ -175,6 +220,10 @@ export function scenarioArbitrary(p: Profile): fc.Arbitrary<ModelScenario> {
         const { victimOf: _victimOf, ...fault } = f;
         return { ...fault, worker: victim(f) };
       });
-      return { workers, steps, faults: resolved };
+      if (!limits || Object.keys(limits).length === 0) {
+        // No limits: a limit key means nothing, and the printed scenario does not show one.
+        return { workers, steps: steps.map(({ job: { limitKey: _k, ...job }, ...st }) => ({ ...st, job })), faults: resolved };
+      }
+      return { workers, steps, faults: resolved, limits };
     });
 }

@@ -14,7 +14,7 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { z } from 'zod';
 import { defineJob, type JobContext } from '../../src/index.js';
-import { MODEL_SETTINGS, type Behaviour } from './scenario.js';
+import { limitName, MODEL_LIMIT_KEYS, MODEL_SETTINGS, type Behaviour, type KindLimits, type ModelLimits } from './scenario.js';
 
 export const modelPayload = z.object({
   /** The enqueue step this job came from, and its copy within the step. */
@@ -22,6 +22,8 @@ export const modelPayload = z.object({
   copy: z.number(),
   plan: z.array(z.enum(['ok', 'fail', 'hang', 'deaf'])).min(1),
   workMs: z.number(),
+  /** The job's key under a per-key limit of its kind (see limitKeyOf). */
+  lkey: z.string().optional(),
 });
 export type ModelPayload = z.infer<typeof modelPayload>;
 
@@ -97,12 +99,29 @@ function handler(schema: string, log: RunLog | undefined) {
   };
 }
 
-/** The two model kinds; `log` is the process's run log (worker processes only). */
-export function modelJobs(schema: string, log?: RunLog) {
+/** A job's limit key: its own, else one of MODEL_LIMIT_KEYS by its copy (a burst spreads over the keys). */
+export function limitKeyOf(p: Pick<ModelPayload, 'lkey' | 'copy'>): string {
+  return p.lkey ?? MODEL_LIMIT_KEYS[p.copy % MODEL_LIMIT_KEYS.length]!;
+}
+
+/** The `concurrency` option of a kind under the scenario's limits (undefined: none). */
+function concurrencyOf(kind: 'alo' | 'amo', l: KindLimits | undefined) {
+  const list = [
+    ...(l?.total !== undefined ? [{ limit: l.total, name: limitName(kind, 'total') }] : []),
+    ...(l?.perKey !== undefined ? [{ limit: l.perKey, name: limitName(kind, 'perKey'), key: (p: ModelPayload) => limitKeyOf(p) }] : []),
+  ];
+  return list.length > 0 ? { concurrency: list } : {};
+}
+
+/**
+ * The two model kinds; `log` is the process's run log (worker processes only), `limits` the
+ * scenario's fleet-wide limits (the producer and every worker declare the same).
+ */
+export function modelJobs(schema: string, log?: RunLog, limits?: ModelLimits) {
   const run = handler(schema, log);
   const common = { payload: modelPayload, queue: 'mq0', timeoutMs: MODEL_SETTINGS.timeoutMs, maxAttempts: MODEL_SETTINGS.maxAttempts, run };
   return {
-    alo: defineJob({ ...common, kind: 'model-alo', backoff: MODEL_SETTINGS.backoff }),
-    amo: defineJob({ ...common, kind: 'model-amo', delivery: 'at-most-once' }),
+    alo: defineJob({ ...common, kind: 'model-alo', backoff: MODEL_SETTINGS.backoff, ...concurrencyOf('alo', limits?.alo) }),
+    amo: defineJob({ ...common, kind: 'model-amo', delivery: 'at-most-once', ...concurrencyOf('amo', limits?.amo) }),
   };
 }

@@ -6,18 +6,20 @@
  *   DATABASE_URL, NS_SCHEMA   where
  *   MODEL_WORKER              the WorkerSpec, as JSON
  *   MODEL_RUN_LOG             the file of its run log
+ *   MODEL_LIMITS              the scenario's fleet-wide limits on the kinds, as JSON (optional)
  *   MODEL_DEBUG=1             print every event too
  */
 import { createNightshift } from '../../src/index.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { modelJobs, RunLog } from './model-jobs.js';
-import { MODEL_SETTINGS, type WorkerSpec } from './scenario.js';
+import { MODEL_SETTINGS, type ModelLimits, type WorkerSpec } from './scenario.js';
 
 const env = process.env;
 const schema = env.NS_SCHEMA!;
 const spec = JSON.parse(env.MODEL_WORKER!) as WorkerSpec;
 const log = new RunLog(env.MODEL_RUN_LOG!);
-const jobs = modelJobs(schema, log);
+const limits = env.MODEL_LIMITS ? (JSON.parse(env.MODEL_LIMITS) as ModelLimits) : undefined;
+const jobs = modelJobs(schema, log, limits);
 
 const ns = createNightshift({
   databaseUrl: env.DATABASE_URL!,

@@ -34,9 +34,19 @@ export async function runModel(o: RunModelOptions): Promise<number> {
   const rows = result.outcomes.map((x) => {
     const bugs = suspectedBugs(x.verdict);
     const unexplained = x.verdict.violations.filter((v) => v.suspects.length === 0).length;
-    return [x.path, `${x.scenario.workers.length} / ${x.scenario.steps.reduce((n, s) => n + s.count, 0)} / ${x.scenario.faults.length}`, String(x.verdict.violations.length), bugs.join(', ') || '—', String(unexplained), x.passes ? 'passes' : 'FAILS', `${(x.durationMs / 1000).toFixed(0)} s`];
+    const limits = x.verdict.figures['limit keys, most held at once / limit'];
+    return [
+      x.path,
+      `${x.scenario.workers.length} / ${x.scenario.steps.reduce((n, s) => n + s.count, 0)} / ${x.scenario.faults.length}`,
+      x.scenario.limits ? String(limits ?? 'declared, no limited run') : '—',
+      String(x.verdict.violations.length),
+      bugs.join(', ') || '—',
+      String(unexplained),
+      x.passes ? 'passes' : 'FAILS',
+      `${(x.durationMs / 1000).toFixed(0)} s`,
+    ];
   });
-  console.log(markdownTable(['scenario', 'workers / jobs / faults', 'violations', 'suspected bugs', 'matching no bug', 'verdict', 'time'], rows));
+  console.log(markdownTable(['scenario', 'workers / jobs / faults', 'limit keys: most held at once / limit', 'violations', 'suspected bugs', 'matching no bug', 'verdict', 'time'], rows));
   const found = new Map<BugId, string>();
   for (const x of result.outcomes) for (const b of suspectedBugs(x.verdict)) if (!found.has(b)) found.set(b, x.path);
   console.log('');

@@ -62,7 +62,7 @@ export async function runModelScenario(scenario: ModelScenario, env: RunEnv): Pr
   await proxy.listen();
   const injector = new FaultInjector(ctx.admin, ctx.random);
   const fleet = new Fleet('test/model/model-worker.ts', { DATABASE_URL: proxy.url(env.url), NS_SCHEMA: env.schema });
-  const jobs = modelJobs(env.schema);
+  const jobs = modelJobs(env.schema, undefined, scenario.limits);
   const producer = createNightshift({ databaseUrl: env.url, schema: env.schema, jobs: [jobs.alo, jobs.amo], logger: silentLogger() });
   const sampler = new Sampler(ctx.admin, env.schema);
   const instances: Instance[] = [];
@@ -72,7 +72,7 @@ export async function runModelScenario(scenario: ModelScenario, env: RunEnv): Pr
   const startInstance = async (spec: number, wait: boolean): Promise<Instance> => {
     const name = `w${spec}.${instances.filter((i) => i.spec === spec).length}`;
     const logPath = join(dir, `${name}.log`);
-    const member = await fleet.start({ env: { MODEL_WORKER: JSON.stringify(scenario.workers[spec]), MODEL_RUN_LOG: logPath }, wait: false });
+    const member = await fleet.start({ env: { MODEL_WORKER: JSON.stringify(scenario.workers[spec]), MODEL_RUN_LOG: logPath, MODEL_LIMITS: JSON.stringify(scenario.limits ?? {}) }, wait: false });
     const inst: Instance = { name, spec, pid: member.proc.pid, startedAt: Date.now(), readyAt: undefined, exitAt: undefined, killed: false, stop: undefined, output: '', logPath, member };
     instances.push(inst);
     void member.proc.exited.then(() => (inst.exitAt = Date.now()));
@@ -87,7 +87,13 @@ export async function runModelScenario(scenario: ModelScenario, env: RunEnv): Pr
 
   const enqueueAction = (step: EnqueueStep, index: number) => async () => {
     const def = step.job.kind === 'alo' ? jobs.alo : jobs.amo;
-    const payloads: ModelPayload[] = Array.from({ length: step.count }, (_, copy) => ({ step: index, copy, plan: step.job.plan, workMs: step.job.workMs }));
+    const payloads: ModelPayload[] = Array.from({ length: step.count }, (_, copy) => ({
+      step: index,
+      copy,
+      plan: step.job.plan,
+      workMs: step.job.workMs,
+      ...(step.job.limitKey !== undefined ? { lkey: step.job.limitKey } : {}),
+    }));
     const at = Date.now();
     try {
       const results = step.count === 1 ? [await producer.enqueue(def, payloads[0]!, enqueueOptions(step))] : await producer.enqueueMany(def, payloads, enqueueOptions(step));

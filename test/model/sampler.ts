@@ -9,6 +9,13 @@ export interface DueJob {
   createdAt: number;
 }
 
+/** A running job under a limit, as one sample saw it: its lease (token) and the limit keys it holds. */
+export interface LimitedLease {
+  id: string;
+  token: string;
+  keys: string[];
+}
+
 /** A running job whose lease has expired, as one sample saw it. */
 export interface OverdueJob {
   id: string;
@@ -27,12 +34,15 @@ export interface Sample {
   overdue: OverdueJob[];
   /** (kind, key) pairs with more than one pending job: the unique index makes this impossible. */
   duplicateKeys: { kind: string; key: string; n: number }[];
+  /** Running jobs under a limit: the leases the limits count (absent in observations kept before flow control). */
+  limited?: LimitedLease[];
 }
 
 /**
  * Samples the jobs table every `everyMs` while a run lasts: which due jobs wait unclaimed, which
- * running jobs hold an expired lease, and whether a dedupe key has two pending jobs. The checker
- * judges liveness and rescue from these samples. One small statement per sample.
+ * running jobs hold an expired lease, whether a dedupe key has two pending jobs, and which leases
+ * the fleet-wide limits count. The checker judges liveness, rescue and limits from these samples.
+ * One small statement per sample (one snapshot: the counts of a sample are consistent).
  */
 export class Sampler {
   readonly samples: Sample[] = [];
@@ -59,7 +69,9 @@ export class Sampler {
                   FROM ${q}.jobs_all j WHERE j.state = 'running' AND j.lease_expires_at < now()), '[]') AS overdue,
         coalesce((SELECT json_agg(json_build_object('kind', kind, 'key', dedupe_key, 'n', n))
                   FROM (SELECT kind, dedupe_key, count(*)::int AS n FROM ${q}.jobs_all
-                        WHERE state = 'available' AND dedupe_key IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1) d), '[]') AS "duplicateKeys"`;
+                        WHERE state = 'available' AND dedupe_key IS NOT NULL GROUP BY 1, 2 HAVING count(*) > 1) d), '[]') AS "duplicateKeys",
+        coalesce((SELECT json_agg(json_build_object('id', id::text, 'token', lease_token::text, 'keys', limit_keys))
+                  FROM ${q}.jobs WHERE state = 'running' AND limit_keys IS NOT NULL AND kind LIKE 'model-%'), '[]') AS limited`;
   }
 
   start(): void {

@@ -28,6 +28,25 @@ export type Behaviour =
   /** works past the kind's timeout ignoring its abort signal, for `DEAF_MS` */
   | 'deaf';
 
+/**
+ * Fleet-wide concurrency limits of one model kind (flow control): at most `total` of its jobs
+ * running at once across every process, at most `perKey` per limit key. Every process and the
+ * producer declare the same limits (they are counted in the database).
+ */
+export interface KindLimits {
+  total?: number;
+  perKey?: number;
+}
+
+/** The limit keys a job may carry; a job with none gets one from its copy number (see limitKeyOf). */
+export const MODEL_LIMIT_KEYS = ['a', 'b', 'c'] as const;
+
+/** The scenario's limits on the two kinds (none: no flow control). */
+export interface ModelLimits {
+  alo?: KindLimits;
+  amo?: KindLimits;
+}
+
 /** One job as the scenario enqueues it. Times are offsets from the start of the timeline (ms). */
 export interface JobSpec {
   kind: 'alo' | 'amo';
@@ -42,6 +61,8 @@ export interface JobSpec {
   delay?: { ms: number; as: 'delayMs' | 'runAt' };
   /** A deadline this long after the job is due: `maxAgeMs` (counted from the enqueue) or `expiresAt`. */
   deadline?: { afterDueMs: number; as: 'maxAgeMs' | 'expiresAt' };
+  /** The job's key under a per-key limit of its kind (none: one of MODEL_LIMIT_KEYS by its copy number). */
+  limitKey?: string;
 }
 
 /** Enqueues at `atMs`: one job, or `count` copies of it in one `enqueueMany`. */
@@ -63,6 +84,25 @@ export interface ModelScenario {
   workers: WorkerSpec[];
   steps: EnqueueStep[];
   faults: FaultStep[];
+  /** Fleet-wide limits on the kinds (absent in scenarios saved before flow control). */
+  limits?: ModelLimits;
+}
+
+/** The limit names of a kind's limits, as the kinds declare them (`name` is prefixed `limit:` by nightshift). */
+export const limitName = (kind: 'alo' | 'amo', which: 'total' | 'perKey') => `model-${kind}-${which === 'total' ? 'total' : 'key'}`;
+
+/** The stored name of a limit: what the jobs' limit keys begin with. */
+export const storedLimitName = (kind: 'alo' | 'amo', which: 'total' | 'perKey') => `limit:${limitName(kind, which)}`;
+
+/** Every limit of the scenario by stored name, with its maximum. */
+export function limitMaxes(s: Pick<ModelScenario, 'limits'>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const kind of ['alo', 'amo'] as const) {
+    const l = s.limits?.[kind];
+    if (l?.total !== undefined) out.set(storedLimitName(kind, 'total'), l.total);
+    if (l?.perKey !== undefined) out.set(storedLimitName(kind, 'perKey'), l.perKey);
+  }
+  return out;
 }
 
 /** Settings every scenario shares: the kinds' timeouts, leases, bounds of the model. */
@@ -88,12 +128,19 @@ function jobText(j: JobSpec): string {
   if (j.debounceMs !== undefined) parts.push(`debounce=${j.debounceMs}ms`);
   if (j.delay) parts.push(`${j.delay.as}=+${j.delay.ms}ms`);
   if (j.deadline) parts.push(`${j.deadline.as}=due+${j.deadline.afterDueMs}ms`);
+  if (j.limitKey !== undefined) parts.push(`limitKey=${j.limitKey}`);
   return parts.join(' ');
 }
 
 /** The scenario as readable lines (a shrunk counterexample is printed this way, and as JSON). */
 export function describeScenario(s: ModelScenario): string {
   const lines: string[] = [];
+  for (const kind of ['alo', 'amo'] as const) {
+    const l = s.limits?.[kind];
+    if (!l || (l.total === undefined && l.perKey === undefined)) continue;
+    const parts = [l.total !== undefined ? `${l.total} in total` : '', l.perKey !== undefined ? `${l.perKey} per key` : ''].filter(Boolean);
+    lines.push(`limits on ${kind}: at most ${parts.join(' and ')} running across the fleet`);
+  }
   s.workers.forEach((w, i) => {
     const queues = w.queues.map((q) => (q.limit === undefined ? q.name : `${q.name}(${q.limit})`)).join(', ');
     lines.push(`worker w${i}: concurrency ${w.concurrency}, queues [${queues}], prefetch ${w.prefetch}, poll ${w.pollMs} ms`);

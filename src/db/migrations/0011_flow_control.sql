@@ -98,7 +98,10 @@ CREATE FUNCTION claim_limited(
 ) RETURNS TABLE (id text, kind text, queue text, state text, payload jsonb, attempt integer, max_attempts integer,
                  at_most_once boolean, lease_token text, trace_context jsonb, waited_ms float8, priority integer,
                  expires_in_ms float8, wake_in_ms float8, limited integer)
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+-- Generic plans for its statements: with `auto`, PostgreSQL kept planning some of them anew on
+-- every call (a custom plan per call cost about a fifth of the claim, bench/NOTES.md section 13);
+-- their generic plans are the index scans the custom ones are.
+LANGUAGE plpgsql SET search_path FROM CURRENT SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
   t timestamptz;
@@ -119,6 +122,8 @@ DECLARE
   v_limited integer := 0;
   v_wake float8;
   cnt integer;
+  least_max integer;       -- the smallest concurrency limit of this claim
+  counted_room boolean := false; -- the bounded count proved that no concurrency key can fill in this claim
   first_at timestamptz;
 BEGIN
   IF EXISTS (SELECT 1 FROM queues q WHERE q.name = p_queue AND q.paused) THEN RETURN; END IF;
@@ -128,36 +133,52 @@ BEGIN
   -- is when the transaction began, possibly before another claimer's commit).
   t := clock_timestamp();
 
-  FOR r IN SELECT l.name, l.type, l.max, l.per_ms FROM limits l WHERE l.name = ANY (p_names) LOOP
-    maxes := maxes || jsonb_build_object(r.name, r.max);
-    IF r.type = 'rate' THEN pers := pers || jsonb_build_object(r.name, r.per_ms); END IF;
-  END LOOP;
+  SELECT coalesce(jsonb_object_agg(l.name, l.max), '{}'), coalesce(jsonb_object_agg(l.name, l.per_ms) FILTER (WHERE l.type = 'rate'), '{}'),
+         min(l.max) FILTER (WHERE l.type = 'concurrency')
+  INTO maxes, pers, least_max FROM limits l WHERE l.name = ANY (p_names);
   IF maxes = '{}' THEN p_names := '{}'; END IF;
 
   -- Concurrency slots in use: running jobs (every running job holds a lease: jobs_lease).
-  FOR r IN SELECT e.k, count(*)::integer AS n FROM jobs j, unnest(j.limit_keys) e(k)
-           WHERE j.lease_expires_at IS NOT NULL AND j.state = 'running' AND j.limit_keys IS NOT NULL
-             AND split_part(e.k, '#', 1) = ANY (p_names)
-           GROUP BY e.k LOOP
-    IF NOT pers ? split_part(r.k, '#', 1) THEN
-      used := used || jsonb_build_object(r.k, r.n);
-      IF r.n >= (maxes ->> split_part(r.k, '#', 1))::integer THEN full_keys := full_keys || r.k; END IF;
+  -- When fewer jobs run under any limit at all than the smallest of these limits leaves room for
+  -- beside a whole batch, no key can be full and no batch can fill one: the count per key is not
+  -- needed, and a bounded count of the running rows (no unnest, no grouping: a sixth of the cost,
+  -- bench/NOTES.md section 13) proves it. That is the case of limits far from being hit; a small
+  -- limit (least_max <= p_limit) is counted per key at once (LIMIT 0).
+  IF least_max IS NOT NULL THEN
+    SELECT count(*)::integer INTO cnt FROM (
+      SELECT 1 FROM jobs j WHERE j.lease_expires_at IS NOT NULL AND j.state = 'running' AND j.limit_keys IS NOT NULL
+      LIMIT greatest(least_max - p_limit + 1, 0)) x;
+    counted_room := cnt + p_limit <= least_max;
+    IF NOT counted_room THEN
+      -- One statement, not a loop over the keys: a plpgsql iteration per key (and a jsonb map
+      -- grown key by key) cost more than the count itself.
+      SELECT coalesce(jsonb_object_agg(u.k, u.n), '{}'),
+             coalesce(array_agg(u.k) FILTER (WHERE u.n >= (maxes ->> u.nm)::integer), '{}')
+      INTO used, full_keys
+      FROM (SELECT e.k, split_part(e.k, '#', 1) AS nm, count(*)::integer AS n FROM jobs j, unnest(j.limit_keys) e(k)
+            WHERE j.lease_expires_at IS NOT NULL AND j.state = 'running' AND j.limit_keys IS NOT NULL
+              AND split_part(e.k, '#', 1) = ANY (p_names)
+            GROUP BY e.k) u
+      WHERE NOT pers ? u.nm;
     END IF;
-  END LOOP;
+  END IF;
   -- Rate keys whose window is full: passed over by the scan, and the earliest reopening noted.
-  FOR r IN SELECT w.name, w.key, w.full_until FROM limit_windows w
-           WHERE w.name = ANY (p_names) AND w.full_until > t AND pers ? w.name LOOP
-    k := CASE WHEN r.key = '' THEN r.name ELSE r.name || '#' || r.key END;
-    full_keys := full_keys || k;
-    v_wake := least(v_wake, extract(epoch FROM r.full_until - t) * 1000);
-  END LOOP;
+  -- (Each statement of a claim costs: those of rate limits run only when there are some.)
+  IF pers <> '{}' THEN
+    FOR r IN SELECT w.name, w.key, w.full_until FROM limit_windows w
+             WHERE w.name = ANY (p_names) AND w.full_until > t AND pers ? w.name LOOP
+      k := CASE WHEN r.key = '' THEN r.name ELSE r.name || '#' || r.key END;
+      full_keys := full_keys || k;
+      v_wake := least(v_wake, extract(epoch FROM r.full_until - t) * 1000);
+    END LOOP;
+  END IF;
 
   -- A full limit of the queue itself: nothing of it can start (deadlines are left to the sweep).
   IF p_queue_keys && full_keys THEN
     SELECT count(*)::integer INTO v_limited FROM (
       SELECT 1 FROM jobs j WHERE j.state = 'available' AND j.queue = p_queue AND j.run_at <= now() AND j.kind = ANY (p_kinds) LIMIT 1000) x;
     RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer, NULL::boolean,
-      NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, greatest(v_wake, 1)::float8, v_limited;
+      NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, (CASE WHEN v_wake IS NOT NULL THEN greatest(v_wake, 1) END)::float8, v_limited;
     RETURN;
   END IF;
 
@@ -180,7 +201,8 @@ BEGIN
     WHERE NOT c.exp AND maxes ? split_part(e.k, '#', 1)
     GROUP BY e.k
   )
-  SELECT NOT EXISTS (
+  -- (`need` is not even computed when the bounded count proved room and no rate limit applies.)
+  SELECT (counted_room AND pers = '{}') OR NOT EXISTS (
            SELECT 1 FROM need
            WHERE need.n + CASE WHEN pers ? need.nm THEN (
                SELECT coalesce(sum(x.c), 0)::integer FROM limit_windows w, unnest(w.starts, w.counts) x(s, c)
@@ -192,7 +214,7 @@ BEGIN
          -- Only the jobs whose stored keys change (see the UPDATE below).
          -- (a job of a kind without limits has no keys: '[]', never a JSON null the UPDATE cannot unnest)
          coalesce((SELECT jsonb_object_agg(c.id::text, coalesce((SELECT jsonb_agg(DISTINCT e ORDER BY e) FROM unnest(c.keys) e), '[]'::jsonb)) FROM c WHERE NOT c.exp AND c.rewrite), '{}'),
-         coalesce((SELECT jsonb_object_agg(need.k, need.n) FROM need WHERE pers ? need.nm), '{}')
+         CASE WHEN pers = '{}' THEN '{}'::jsonb ELSE coalesce((SELECT jsonb_object_agg(need.k, need.n) FROM need WHERE pers ? need.nm), '{}') END
   INTO ok, taken, expired, effs, took;
 
   -- Some limit would pass a job over: job by job, in claim order.
@@ -258,21 +280,23 @@ BEGIN
   END IF;
 
   -- This claim's starts join their windows; starts that left the window are dropped.
-  FOR r IN SELECT e.key AS k, e.value::integer AS n FROM jsonb_each_text(took) e LOOP
-    nm := split_part(r.k, '#', 1);
-    INSERT INTO limit_windows AS w (name, key, starts, counts)
-    VALUES (nm, substr(r.k, length(nm) + 2), ARRAY[t], ARRAY[r.n])
-    ON CONFLICT (name, key) DO UPDATE SET
-      starts = ARRAY(SELECT x.s FROM unnest(w.starts, w.counts) x(s, c) WHERE x.s > t - (pers ->> nm)::bigint * interval '1 millisecond' ORDER BY x.s) || t,
-      counts = ARRAY(SELECT x.c FROM unnest(w.starts, w.counts) x(s, c) WHERE x.s > t - (pers ->> nm)::bigint * interval '1 millisecond' ORDER BY x.s) || r.n;
-    -- Full: when the oldest entries have left so that fewer than max starts remain.
-    UPDATE limit_windows w SET full_until = (
-      SELECT min(x.s) + (pers ->> nm)::bigint * interval '1 millisecond'
-      FROM (SELECT u.s, sum(u.c) OVER (ORDER BY u.s ROWS UNBOUNDED PRECEDING) AS cum, sum(u.c) OVER () AS total
-            FROM unnest(w.starts, w.counts) u(s, c)) x
-      WHERE x.total >= (maxes ->> nm)::integer AND x.total - x.cum < (maxes ->> nm)::integer)
-    WHERE w.name = nm AND w.key = substr(r.k, length(nm) + 2);
-  END LOOP;
+  IF took <> '{}' THEN
+    FOR r IN SELECT e.key AS k, e.value::integer AS n FROM jsonb_each_text(took) e LOOP
+      nm := split_part(r.k, '#', 1);
+      INSERT INTO limit_windows AS w (name, key, starts, counts)
+      VALUES (nm, substr(r.k, length(nm) + 2), ARRAY[t], ARRAY[r.n])
+      ON CONFLICT (name, key) DO UPDATE SET
+        starts = ARRAY(SELECT x.s FROM unnest(w.starts, w.counts) x(s, c) WHERE x.s > t - (pers ->> nm)::bigint * interval '1 millisecond' ORDER BY x.s) || t,
+        counts = ARRAY(SELECT x.c FROM unnest(w.starts, w.counts) x(s, c) WHERE x.s > t - (pers ->> nm)::bigint * interval '1 millisecond' ORDER BY x.s) || r.n;
+      -- Full: when the oldest entries have left so that fewer than max starts remain.
+      UPDATE limit_windows w SET full_until = (
+        SELECT min(x.s) + (pers ->> nm)::bigint * interval '1 millisecond'
+        FROM (SELECT u.s, sum(u.c) OVER (ORDER BY u.s ROWS UNBOUNDED PRECEDING) AS cum, sum(u.c) OVER () AS total
+              FROM unnest(w.starts, w.counts) u(s, c)) x
+        WHERE x.total >= (maxes ->> nm)::integer AND x.total - x.cum < (maxes ->> nm)::integer)
+      WHERE w.name = nm AND w.key = substr(r.k, length(nm) + 2);
+    END LOOP;
+  END IF;
 
   RETURN QUERY
   UPDATE jobs j SET
@@ -302,7 +326,7 @@ BEGIN
 
   IF v_limited > 0 OR v_wake IS NOT NULL THEN
     RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer, NULL::boolean,
-      NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, greatest(v_wake, 1)::float8, v_limited;
+      NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, (CASE WHEN v_wake IS NOT NULL THEN greatest(v_wake, 1) END)::float8, v_limited;
   END IF;
 END
 $$;
