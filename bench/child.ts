@@ -43,14 +43,19 @@ async function main(init: ChildInit): Promise<void> {
   }, 50);
 
   if (init.role === 'worker') {
-    worker = await system.startWorker(init.url, init.concurrency ?? 10, (p: BenchPayload) => {
-      const now = wallMs();
-      stats.handled++;
-      if (stats.firstAt === null) cpuAtFirst = process.cpuUsage();
-      stats.firstAt ??= now;
-      stats.lastAt = now;
-      if (typeof p?.t === 'number') stats.latencies.push(now - p.t);
-    }, { queues: init.queues ?? 1 });
+    worker = await system.startWorker(
+      init.url,
+      init.concurrency ?? 10,
+      (p: BenchPayload) => {
+        const now = wallMs();
+        stats.handled++;
+        if (stats.firstAt === null) cpuAtFirst = process.cpuUsage();
+        stats.firstAt ??= now;
+        stats.lastAt = now;
+        if (typeof p?.t === 'number') stats.latencies.push(now - p.t);
+      },
+      { queues: init.queues ?? 1 },
+    );
   } else {
     producer = await system.producer(init.url);
   }

@@ -15,7 +15,10 @@ export class Child {
   private readonly waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   private readonly exited: Promise<number | null>;
 
-  private constructor(private readonly proc: ChildProcess, readonly label: string) {
+  private constructor(
+    private readonly proc: ChildProcess,
+    readonly label: string,
+  ) {
     this.exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
     proc.on('message', (msg: ChildReply) => {
       if (msg.type !== 'reply') return;

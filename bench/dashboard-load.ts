@@ -12,9 +12,9 @@
  */
 import pg from 'pg';
 import { createDashboard, serveDashboard } from '../src/dashboard/index.js';
+import { HISTORY_COLUMNS } from '../src/db/jobs-run.js';
 import { startEmbeddedPostgres } from '../src/dev/embedded-postgres.js';
 import { createNightshift } from '../src/index.js';
-import { HISTORY_COLUMNS } from '../src/db/jobs-run.js';
 import { silentLogger } from '../src/telemetry/logger.js';
 import { SERVER_FLAGS } from './server.js';
 

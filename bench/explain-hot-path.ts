@@ -22,7 +22,11 @@ try {
   const noop = defineJob({ kind: 'bench.noop', payload: z.object({ i: z.number() }), run: () => undefined });
   const ns = createNightshift({ databaseUrl: server.url, schema, jobs: [noop], logger: silentLogger() });
   await ns.migrate();
-  for (let i = 0; i < jobs; i += 10_000) await ns.enqueueMany(noop, Array.from({ length: Math.min(10_000, jobs - i) }, (_, k) => ({ i: i + k })));
+  for (let i = 0; i < jobs; i += 10_000)
+    await ns.enqueueMany(
+      noop,
+      Array.from({ length: Math.min(10_000, jobs - i) }, (_, k) => ({ i: i + k })),
+    );
   await ns.stop();
 
   const handle = createPool({ connectionString: server.url, max: 1, applicationName: 'explain' });

@@ -38,7 +38,11 @@ try {
   const ns = createNightshift({ databaseUrl: server.url, schema, jobs: [noop], logger: silentLogger() });
   await ns.migrate();
   const jobs = Number(values.jobs);
-  for (let i = 0; i < jobs; i += 10_000) await ns.enqueueMany(noop, Array.from({ length: Math.min(10_000, jobs - i) }, (_, k) => ({ i: i + k })));
+  for (let i = 0; i < jobs; i += 10_000)
+    await ns.enqueueMany(
+      noop,
+      Array.from({ length: Math.min(10_000, jobs - i) }, (_, k) => ({ i: i + k })),
+    );
   await ns.stop();
   const handle = createPool({ connectionString: server.url, max: 1, applicationName: 'explain' });
   const db = new Database(handle, schema);
@@ -59,7 +63,9 @@ try {
   }
   c.on('notice', (m) => console.log(`${m.message}\n`));
   await c.query("LOAD 'auto_explain'");
-  await c.query("SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = 'notice'; SET auto_explain.log_timing = on");
+  await c.query(
+    "SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = 'notice'; SET auto_explain.log_timing = on",
+  );
   await c.query('BEGIN');
   const t0 = performance.now();
   await claim(c, Number(values.batch));

@@ -25,8 +25,8 @@ import { Database } from '../src/db/database.js';
 import { createPool } from '../src/db/pool.js';
 import { startEmbeddedPostgres } from '../src/dev/embedded-postgres.js';
 import { createNightshift, defineJob } from '../src/index.js';
-import { silentLogger } from '../src/telemetry/logger.js';
 import { limitRow } from '../src/jobs/limits.js';
+import { silentLogger } from '../src/telemetry/logger.js';
 import { limitPlan } from '../src/worker/limit-plan.js';
 import { SERVER_FLAGS } from './server.js';
 
@@ -44,7 +44,9 @@ const { values } = parseArgs({
 const jobs = Number(values.jobs);
 const batch = Number(values.batch);
 const base: [string, string][] = [['as migrated', ''], ...values.variant!.map((v) => v.split(/=(.*)/s).slice(0, 2) as [string, string])];
-const variants: [string, string, boolean][] = base.flatMap(([n, q]) => (values.limits ? [[n, q, false] as [string, string, boolean], [`${n}, limited`, q, true] as [string, string, boolean]] : [[n, q, false] as [string, string, boolean]]));
+const variants: [string, string, boolean][] = base.flatMap(([n, q]) =>
+  values.limits ? [[n, q, false] as [string, string, boolean], [`${n}, limited`, q, true] as [string, string, boolean]] : [[n, q, false] as [string, string, boolean]],
+);
 const set = values['limit-set']!;
 if (!['all', 'concurrency', 'rate'].includes(set)) throw new Error(`--limit-set must be all, concurrency or rate, got ${set}`);
 const running = Number(values.running);
@@ -66,7 +68,11 @@ try {
       if (sql) await admin.query(sql.replaceAll('{s}', `"${schema}"`));
       const insertLsn = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l;
       const t0 = performance.now();
-      for (let i = 0; i < jobs; i += 10_000) await ns.enqueueMany(noop, Array.from({ length: Math.min(10_000, jobs - i) }, (_, k) => ({ i: i + k })));
+      for (let i = 0; i < jobs; i += 10_000)
+        await ns.enqueueMany(
+          noop,
+          Array.from({ length: Math.min(10_000, jobs - i) }, (_, k) => ({ i: i + k })),
+        );
       const insertMs = performance.now() - t0;
       const insertWal = Number((await admin.query('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS b', [insertLsn])).rows[0].b);
       await ns.stop();
@@ -82,7 +88,10 @@ try {
       let done = 0;
       const claimOnce = (n: number) =>
         limited
-          ? pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.limits.statements.claim, values: ['default', ['bench.noop'], n, 'cost', 30_000, 0, plan!.names, JSON.stringify(plan!.defaults), plan!.queueKeys] })
+          ? pool.pool.query<{ id: string | null; lease_token: string }>({
+              ...db.limits.statements.claim,
+              values: ['default', ['bench.noop'], n, 'cost', 30_000, 0, plan!.names, JSON.stringify(plan!.defaults), plan!.queueKeys],
+            })
           : pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.jobs.statements.claim, values: ['default', ['bench.noop'], n, 'cost', 30_000] });
       // Jobs that stay running through the measure (claimed, never completed), not counted in it.
       if (running > 0) await claimOnce(running);

@@ -47,10 +47,7 @@ export interface WorkerStats {
   cpuUsSinceFirst?: number | null;
 }
 
-export type ChildReply =
-  | { type: 'ready' }
-  | { type: 'reply'; id: number; ok: true; result: unknown }
-  | { type: 'reply'; id: number; ok: false; error: string };
+export type ChildReply = { type: 'ready' } | { type: 'reply'; id: number; ok: true; result: unknown } | { type: 'reply'; id: number; ok: false; error: string };
 
 /**
  * A clock in ms with sub-millisecond precision that all processes on one host share: the system's

@@ -51,13 +51,7 @@ export function findPgbench(): string | null {
 }
 
 /** Measures the three ceilings once; `seconds` per timed figure, `claimRows` rows claimed and deleted. */
-export async function measureCeiling(
-  server: BenchServer,
-  dbName: string,
-  seconds: number,
-  claimRows: number,
-  usePgbench: boolean,
-): Promise<{ figures: CeilingFigure[]; method: CeilingMethod }> {
+export async function measureCeiling(server: BenchServer, dbName: string, seconds: number, claimRows: number, usePgbench: boolean): Promise<{ figures: CeilingFigure[]; method: CeilingMethod }> {
   const url = await server.createDatabase(dbName);
   const db = new pg.Client({ connectionString: url });
   await db.connect();
@@ -95,13 +89,7 @@ export async function measureCeiling(
 }
 
 /** Runs a script on `clients` connections for a time or a number of executions per client; wall ms. */
-async function runFor(
-  pgbench: string | null,
-  url: string,
-  script: string[],
-  clients: number,
-  limit: { seconds?: number; transactions?: number },
-): Promise<number> {
+async function runFor(pgbench: string | null, url: string, script: string[], clients: number, limit: { seconds?: number; transactions?: number }): Promise<number> {
   return pgbench ? runPgbench(pgbench, url, script, clients, limit) : runLoop(url, script, clients, limit);
 }
 

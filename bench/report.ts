@@ -105,10 +105,7 @@ export function renderMarkdown(r: BenchResults): string {
       `PostgreSQL ${r.server.server_version ?? '?'}. Load average before/after: ${r.machine.loadBefore.map((x) => x.toFixed(2)).join(' ')} / ${r.machine.loadAfter.map((x) => x.toFixed(2)).join(' ')}.`,
     '',
   );
-  out.push(
-    `Each cell: median of ${r.sizes.runs} run${r.sizes.runs > 1 ? 's' : ''} (min–max). Ratio = nightshift ÷ peer: above 1 is better for throughput, below 1 is better for latency and memory.`,
-    '',
-  );
+  out.push(`Each cell: median of ${r.sizes.runs} run${r.sizes.runs > 1 ? 's' : ''} (min–max). Ratio = nightshift ÷ peer: above 1 is better for throughput, below 1 is better for latency and memory.`, '');
   const head = ['Measure', ...ids.map(label), ...ids.filter((i) => i !== 'nightshift').map((i) => `nightshift ÷ ${i}`), 'Raw ceiling', 'nightshift / ceiling', 'Target', 'Met'];
   out.push(`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`);
   for (const m of METRICS) {
@@ -154,11 +151,20 @@ export function renderMarkdown(r: BenchResults): string {
     '',
   );
   out.push('## Settings', '');
-  out.push(`PostgreSQL: ${Object.entries(r.server).map(([k, v]) => `${k}=${v}`).join(', ')}.`, '');
+  out.push(
+    `PostgreSQL: ${Object.entries(r.server)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ')}.`,
+    '',
+  );
   for (const sys of r.systems) {
     out.push(`**${sys.label}**`, '');
     for (const [shape, settings] of Object.entries(sys.settings)) {
-      out.push(`- ${shape}: ${Object.entries(settings).map(([k, v]) => `${k} ${v}`).join('; ')}`);
+      out.push(
+        `- ${shape}: ${Object.entries(settings)
+          .map(([k, v]) => `${k} ${v}`)
+          .join('; ')}`,
+      );
     }
     out.push('');
   }
@@ -184,7 +190,9 @@ function renderStreams(st: StreamResults): string[] {
     const c = m.ceiling ? med(m.ceiling) : undefined;
     const share = s && c ? s.median / c : undefined;
     const target = m.key.startsWith('consume-nightshift') || m.key === 'publish-nightshift' ? '≥ 50 % of raw' : '';
-    out.push(`| ${m.label} | ${cell(s, 'jobs/s')} | ${m.ceiling ? (share === undefined ? '–' : `${Math.round(share * 100)} %`) : 'ceiling'} | ${target} | ${target && share !== undefined ? (share >= 0.5 ? 'yes' : 'no') : ''} |`);
+    out.push(
+      `| ${m.label} | ${cell(s, 'jobs/s')} | ${m.ceiling ? (share === undefined ? '–' : `${Math.round(share * 100)} %`) : 'ceiling'} | ${target} | ${target && share !== undefined ? (share >= 0.5 ? 'yes' : 'no') : ''} |`,
+    );
   }
   return out;
 }

@@ -15,21 +15,21 @@
  * PostgreSQL removed on the way out, also on Ctrl-C.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import pg from 'pg';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { buildChild, streamsChildScript } from './build-child.js';
 import { killAllChildren, withTimeout } from './children.js';
 import { measureCeiling, type CeilingFigure } from './raw-ceiling.js';
 import { renderMarkdown, type BenchResults } from './report.js';
+import { CURVE_KEYS, runScale, SCALE_SYSTEMS } from './scale/main.js';
 import { bulkEnqueue, drain, latency, singleEnqueue, type DrainShape, type ScenarioContext, type Sizes } from './scenarios.js';
 import { BenchServer } from './server.js';
-import { CURVE_KEYS, runScale, SCALE_SYSTEMS } from './scale/main.js';
-import { measureStreams, type StreamSizes } from './streams/scenario.js';
 import { killRedis } from './streams/redis-server.js';
-import { SYSTEMS, systemById } from './systems/index.js';
+import { measureStreams, type StreamSizes } from './streams/scenario.js';
+import { systemById, SYSTEMS } from './systems/index.js';
 import type { SystemAdapter } from './systems/system.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -100,7 +100,10 @@ async function main(): Promise<void> {
   if (args.scale) {
     const bad = systems.filter((s) => !SCALE_SYSTEMS.includes(s.id)).map((s) => s.id);
     const unknown = [...only].filter((k) => !CURVE_KEYS.includes(k));
-    if (bad.length || unknown.length) throw new Error(`--scale: ${bad.length ? `systems ${bad.join(', ')} are not on the scale curves (${SCALE_SYSTEMS.join(', ')}); ` : ''}${unknown.length ? `unknown curves ${unknown.join(', ')} (known: ${CURVE_KEYS.join(', ')})` : ''}`);
+    if (bad.length || unknown.length)
+      throw new Error(
+        `--scale: ${bad.length ? `systems ${bad.join(', ')} are not on the scale curves (${SCALE_SYSTEMS.join(', ')}); ` : ''}${unknown.length ? `unknown curves ${unknown.join(', ')} (known: ${CURVE_KEYS.join(', ')})` : ''}`,
+      );
   }
   log(`${args.scale ? 'scale ' : ''}${mode} run: ${systems.map((s) => s.id).join(', ')}${args.scale ? `; curves ${[...only].join(', ')}` : `; ${sizes.runs} run(s) per figure`}`);
   const script = await buildChild();
@@ -238,7 +241,9 @@ async function main(): Promise<void> {
         const d = await drain(ctx, s, url, shape);
         record(key, s.id, d.jobsPerSecond);
         record(`rss-${key.replace('drain-', '')}`, s.id, Math.max(...d.peakRss) / 2 ** 20);
-        log(`${s.id} ${key}: ${Math.round(d.jobsPerSecond)} jobs/s, peak RSS ${d.peakRss.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')} (V8 heap ${d.peakHeap.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')})`);
+        log(
+          `${s.id} ${key}: ${Math.round(d.jobsPerSecond)} jobs/s, peak RSS ${d.peakRss.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')} (V8 heap ${d.peakHeap.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')})`,
+        );
       });
     }
   }
@@ -289,7 +294,7 @@ function merge(earlier: BenchResults, now: BenchResults): BenchResults {
     ...earlier,
     figures,
     ceiling: now.ceiling.method ? now.ceiling : earlier.ceiling,
-    ...(now.streams ?? earlier.streams ? { streams: now.streams ?? earlier.streams } : {}),
+    ...((now.streams ?? earlier.streams) ? { streams: now.streams ?? earlier.streams } : {}),
     notes: [...earlier.notes, ...now.notes, note],
   };
 }
@@ -304,17 +309,27 @@ async function dumpStatements(admin: pg.Pool, db: string, file: string): Promise
      WHERE d.datname = $1 ORDER BY s.total_exec_time DESC LIMIT 25`,
     [db],
   );
-  writeFileSync(file, rows.map((r) => `${r.total_ms} ms total | ${r.calls} calls | ${r.mean_ms} ms mean | ${r.rows} rows | hit ${r.hit} read ${r.read} dirtied ${r.dirtied} | wal ${r.wal_bytes} B\n  ${String(r.query).slice(0, 600)}`).join('\n\n') + '\n');
+  writeFileSync(
+    file,
+    rows
+      .map(
+        (r) => `${r.total_ms} ms total | ${r.calls} calls | ${r.mean_ms} ms mean | ${r.rows} rows | hit ${r.hit} read ${r.read} dirtied ${r.dirtied} | wal ${r.wal_bytes} B\n  ${String(r.query).slice(0, 600)}`,
+      )
+      .join('\n\n') + '\n',
+  );
 }
 
 function template(s: SystemAdapter): string {
   return `tpl_${s.id.replace(/-/g, '_')}`;
 }
 
-const hardStop = setTimeout(() => {
-  log('deadline passed: stopping');
-  void cleanup().finally(() => process.exit(1));
-}, deadline - Date.now() + 15_000);
+const hardStop = setTimeout(
+  () => {
+    log('deadline passed: stopping');
+    void cleanup().finally(() => process.exit(1));
+  },
+  deadline - Date.now() + 15_000,
+);
 hardStop.unref();
 
 main()

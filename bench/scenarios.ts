@@ -91,9 +91,7 @@ export async function drain(ctx: ScenarioContext, system: SystemAdapter, url: st
   await db.connect();
   const workers: Child[] = [];
   try {
-    const starting = Array.from({ length: shape.processes }, () =>
-      Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'worker', concurrency: shape.concurrency }, START_MS, ctx.execArgv),
-    );
+    const starting = Array.from({ length: shape.processes }, () => Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'worker', concurrency: shape.concurrency }, START_MS, ctx.execArgv));
     for (const s of await Promise.allSettled(starting)) {
       if (s.status === 'fulfilled') workers.push(s.value);
       else throw s.reason;

@@ -31,7 +31,11 @@ try {
     const noop = defineJob({ kind: 'bench.noop', payload: z.object({ i: z.number() }), run: () => undefined });
     const producer = createNightshift({ databaseUrl: server.url, schema, jobs: [noop], logger: silentLogger() });
     await producer.migrate();
-    for (let i = 0; i < jobs; i += 10_000) await producer.enqueueMany(noop, Array.from({ length: Math.min(10_000, jobs - i) }, (_, k) => ({ i: i + k })));
+    for (let i = 0; i < jobs; i += 10_000)
+      await producer.enqueueMany(
+        noop,
+        Array.from({ length: Math.min(10_000, jobs - i) }, (_, k) => ({ i: i + k })),
+      );
     await producer.stop();
     const admin = new pg.Client({ connectionString: server.url });
     await admin.connect();

@@ -1,9 +1,9 @@
 // Builds dist/: compiles TypeScript, then copies the SQL migrations beside the compiled runner.
 import { execFileSync } from 'node:child_process';
-import { cpSync, rmSync, chmodSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { dirname, join } from 'node:path';
+import { chmodSync, cpSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);

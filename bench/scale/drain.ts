@@ -61,7 +61,11 @@ const ENQUEUE_BYTES = 8_000_000;
  * real payload of that size would at worst.
  */
 export function padding(bytes: number): string {
-  return bytes > 0 ? randomBytes(Math.ceil((bytes * 3) / 4)).toString('base64').slice(0, bytes) : '';
+  return bytes > 0
+    ? randomBytes(Math.ceil((bytes * 3) / 4))
+        .toString('base64')
+        .slice(0, bytes)
+    : '';
 }
 
 /** Enqueues `d.jobs` jobs with the system's batch API, spread over queues, padded. */

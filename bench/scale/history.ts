@@ -63,9 +63,7 @@ function neutral(c: Column): string {
   if (/^(integer|bigint|smallint|numeric|real|double precision)/.test(c.type)) return '0';
   if (c.type === 'boolean') return 'false';
   if (c.type.startsWith('timestamp')) return 'now()';
-  throw new Error(
-    `history preload: cannot fill NOT NULL column "${c.name}" (${c.type}) of the nightshift table; name it in FINISHED in bench/scale/history.ts`,
-  );
+  throw new Error(`history preload: cannot fill NOT NULL column "${c.name}" (${c.type}) of the nightshift table; name it in FINISHED in bench/scale/history.ts`);
 }
 
 /**

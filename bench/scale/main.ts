@@ -4,8 +4,8 @@ import type { SystemAdapter } from '../systems/system.js';
 import type { ScaleContext } from './context.js';
 import { CURVES, type CurveSpec, type RunTarget } from './curves.js';
 import { type CurveResult, type ScaleResults } from './scale-report.js';
-import { writeScaleResults } from './write-results.js';
 import { FULL_SCALE, QUICK_SCALE, type ScaleSizes } from './sizes.js';
+import { writeScaleResults } from './write-results.js';
 
 /** What `npm run bench -- --scale` was asked for. */
 export interface ScaleOptions {
@@ -72,7 +72,11 @@ export async function runScale(ctx: ScaleContext, o: ScaleOptions): Promise<void
       return false;
     }
   };
-  const name = (...parts: (string | number)[]) => parts.join('_').replace(/[^a-z0-9_]/gi, '_').toLowerCase();
+  const name = (...parts: (string | number)[]) =>
+    parts
+      .join('_')
+      .replace(/[^a-z0-9_]/gi, '_')
+      .toLowerCase();
 
   for (const spec of CURVES) {
     if (o.only && !o.only.has(spec.key)) continue;
@@ -108,7 +112,11 @@ export async function runScale(ctx: ScaleContext, o: ScaleOptions): Promise<void
                   const m = await spec.measure(ctx, s, run, point.x, sizes);
                   for (const [sfx, v] of Object.entries(m.values)) ((curve.values[point.label] ??= {})[sfx ? `${s.id} ${sfx}` : s.id] ??= []).push(v);
                   for (const [k, v] of Object.entries(m.extra ?? {})) ((curve.extra[point.label] ??= {})[`${s.id} ${k}`] ??= []).push(v);
-                  ctx.log(`${s.id} ${spec.key} ${point.label} run ${r}: ${Object.entries(m.values).map(([k, v]) => `${k || spec.unit} ${v.toFixed(v < 100 ? 2 : 0)}`).join(', ')}`);
+                  ctx.log(
+                    `${s.id} ${spec.key} ${point.label} run ${r}: ${Object.entries(m.values)
+                      .map(([k, v]) => `${k || spec.unit} ${v.toFixed(v < 100 ? 2 : 0)}`)
+                      .join(', ')}`,
+                  );
                 } finally {
                   await server.dropDatabase(db);
                 }

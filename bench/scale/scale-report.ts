@@ -1,4 +1,4 @@
-import { SYSTEM_COLORS, renderLineChart, type ChartSeries } from '../charts/line-chart.js';
+import { renderLineChart, SYSTEM_COLORS, type ChartSeries } from '../charts/line-chart.js';
 import { summarise, type Summary } from '../stats.js';
 import type { ScaleSizes } from './sizes.js';
 
@@ -56,7 +56,13 @@ export function curveChart(r: ScaleResults, c: CurveResult): string {
   for (const sys of r.systems) {
     c.suffixes.forEach((suffix, i) => {
       const values = c.points.map((p) => summarise(c.values[p.label]?.[seriesKey(sys.id, suffix)] ?? [])?.median ?? null);
-      series.push({ name: suffix ? `${sys.id} ${suffix}` : sys.id, values, line: (['solid', 'dashed', 'dotted'] as const)[i % 3]!, symbol: (['circle', 'triangle', 'rect'] as const)[i % 3]!, ...(SYSTEM_COLORS[sys.id] ? { color: SYSTEM_COLORS[sys.id]! } : {}) });
+      series.push({
+        name: suffix ? `${sys.id} ${suffix}` : sys.id,
+        values,
+        line: (['solid', 'dashed', 'dotted'] as const)[i % 3]!,
+        symbol: (['circle', 'triangle', 'rect'] as const)[i % 3]!,
+        ...(SYSTEM_COLORS[sys.id] ? { color: SYSTEM_COLORS[sys.id]! } : {}),
+      });
     });
   }
   const runs = r.sizes.runs;
@@ -103,7 +109,14 @@ export function renderScaleMarkdown(r: ScaleResults, chartFile: (key: string) =>
     out.push('', ...c.notes.map((n) => `- ${n}`), '');
     if (c.key === 'payload') out.push(...payloadCost(r, c), '');
   }
-  out.push('## Settings', '', `PostgreSQL: ${Object.entries(r.server).map(([k, v]) => `${k}=${v}`).join(', ')}.`, '');
+  out.push(
+    '## Settings',
+    '',
+    `PostgreSQL: ${Object.entries(r.server)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ')}.`,
+    '',
+  );
   out.push(`Systems: ${r.systems.map((s) => s.label).join(', ')} — with the settings of bench/README.md (graphile-worker: its performance-guide preset).`, '');
   if (r.notes.length) out.push('## Notes', '', ...r.notes.map((n) => `- ${n}`), '');
   return out.join('\n');

@@ -107,9 +107,11 @@ async function publish(url: string, t: Extract<StreamTask, { kind: 'publish' }>)
   let next = 0;
   const callers = async (one: (i: number) => Promise<unknown>) => {
     const t0 = wallMs();
-    await Promise.all(Array.from({ length: t.callers }, async () => {
-      while (next < t.n) await one(next++);
-    }));
+    await Promise.all(
+      Array.from({ length: t.callers }, async () => {
+        while (next < t.n) await one(next++);
+      }),
+    );
     return { ms: wallMs() - t0, handled: next };
   };
   if (t.side === 'nightshift') {
@@ -159,7 +161,8 @@ process.once('message', (init: ChildInit) => {
   process.on('message', (msg: ChildRequest) => {
     if (msg?.type !== 'request') return;
     const c = msg.command;
-    const work: Promise<unknown> = c.op === 'stream' ? run(init.url, c.task) : c.op === 'stop' ? Promise.resolve(null).finally(() => setImmediate(() => process.exit(0))) : Promise.reject(new Error(`streams child: unknown op ${c.op}`));
+    const work: Promise<unknown> =
+      c.op === 'stream' ? run(init.url, c.task) : c.op === 'stop' ? Promise.resolve(null).finally(() => setImmediate(() => process.exit(0))) : Promise.reject(new Error(`streams child: unknown op ${c.op}`));
     work.then(
       (result) => send({ type: 'reply', id: msg.id, ok: true, result }),
       (err: unknown) => send({ type: 'reply', id: msg.id, ok: false, error: err instanceof Error ? (err.stack ?? err.message) : String(err) }),

@@ -42,10 +42,7 @@ export async function startBenchRedis(): Promise<BenchRedis> {
   const binary = redisServerPath;
   const dir = await mkdtemp(join(tmpdir(), 'nightshift-bench-redis-'));
   const port = await freePort();
-  await writeFile(
-    join(dir, 'redis.conf'),
-    [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'save ""', 'appendonly yes', `appendfsync ${APPENDFSYNC}`, 'daemonize no', 'logfile ""'].join('\n'),
-  );
+  await writeFile(join(dir, 'redis.conf'), [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'save ""', 'appendonly yes', `appendfsync ${APPENDFSYNC}`, 'daemonize no', 'logfile ""'].join('\n'));
   const proc = spawn(binary, [join(dir, 'redis.conf')], { stdio: ['ignore', 'pipe', 'pipe'] });
   running = { proc, dir };
   let output = '';

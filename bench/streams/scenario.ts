@@ -28,9 +28,27 @@ export interface StreamMeasure {
 
 /** The lines of the table, in the order they run within each round. */
 export const STREAM_MEASURES: StreamMeasure[] = [
-  { key: 'consume-raw', label: 'raw `XREADGROUP COUNT 100` + `XACK` loop (one connection)', ceiling: '', preload: 'stream', task: (key, s) => ({ kind: 'consume', side: 'raw', key, n: s.consume, concurrency: 1 }) },
-  { key: 'consume-nightshift-c10', label: 'nightshift at-least-once consumer, concurrency 10', ceiling: 'consume-raw', preload: 'stream', task: (key, s) => ({ kind: 'consume', side: 'nightshift', key, n: s.consume, concurrency: 10 }) },
-  { key: 'consume-nightshift-c50', label: 'nightshift at-least-once consumer, concurrency 50', ceiling: 'consume-raw', preload: 'stream', task: (key, s) => ({ kind: 'consume', side: 'nightshift', key, n: s.consume, concurrency: 50 }) },
+  {
+    key: 'consume-raw',
+    label: 'raw `XREADGROUP COUNT 100` + `XACK` loop (one connection)',
+    ceiling: '',
+    preload: 'stream',
+    task: (key, s) => ({ kind: 'consume', side: 'raw', key, n: s.consume, concurrency: 1 }),
+  },
+  {
+    key: 'consume-nightshift-c10',
+    label: 'nightshift at-least-once consumer, concurrency 10',
+    ceiling: 'consume-raw',
+    preload: 'stream',
+    task: (key, s) => ({ kind: 'consume', side: 'nightshift', key, n: s.consume, concurrency: 10 }),
+  },
+  {
+    key: 'consume-nightshift-c50',
+    label: 'nightshift at-least-once consumer, concurrency 50',
+    ceiling: 'consume-raw',
+    preload: 'stream',
+    task: (key, s) => ({ kind: 'consume', side: 'nightshift', key, n: s.consume, concurrency: 50 }),
+  },
   { key: 'consume-bullmq-c10', label: 'BullMQ worker, concurrency 10', ceiling: 'consume-raw', preload: 'bullmq', task: (key, s) => ({ kind: 'consume', side: 'bullmq', key, n: s.consume, concurrency: 10 }) },
   { key: 'consume-bullmq-c50', label: 'BullMQ worker, concurrency 50', ceiling: 'consume-raw', preload: 'bullmq', task: (key, s) => ({ kind: 'consume', side: 'bullmq', key, n: s.consume, concurrency: 50 }) },
   { key: 'publish-raw', label: 'raw `XADD`, pipelined 1,000 per round trip', ceiling: '', task: (key, s) => ({ kind: 'publish', side: 'raw', key, n: s.publish, callers: 1 }) },
@@ -75,12 +93,7 @@ async function preloadBullmq(url: string, key: string, n: number): Promise<void>
  * again), each in a fresh child process on an emptied Redis (FLUSHALL, then the preload outside the
  * timed part). `unit` bounds and records each run; a failure is noted and the rest goes on.
  */
-export async function measureStreams(
-  script: string,
-  sizes: StreamSizes,
-  log: (line: string) => void,
-  unit: (what: string, fn: () => Promise<void>, maxMs: number) => Promise<void>,
-): Promise<StreamResults> {
+export async function measureStreams(script: string, sizes: StreamSizes, log: (line: string) => void, unit: (what: string, fn: () => Promise<void>, maxMs: number) => Promise<void>): Promise<StreamResults> {
   const results: StreamResults = { redis: '', sizes, figures: {}, notes: [] };
   let redis: BenchRedis | undefined;
   let admin: Redis | undefined;

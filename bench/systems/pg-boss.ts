@@ -59,9 +59,7 @@ export const pgBossAdapter: SystemAdapter = {
     boss.on('error', () => undefined);
     await boss.start();
     for (let k = 0; k < concurrency; k++) {
-      await boss.work<BenchPayload>(QUEUE, { batchSize: BATCH, pollingIntervalSeconds: 0.5 }, (jobs) =>
-        Promise.allSettled(jobs.map(async (job) => hook(job.data))),
-      );
+      await boss.work<BenchPayload>(QUEUE, { batchSize: BATCH, pollingIntervalSeconds: 0.5 }, (jobs) => Promise.allSettled(jobs.map(async (job) => hook(job.data))));
     }
     return {
       async stop() {

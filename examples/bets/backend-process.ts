@@ -12,4 +12,11 @@ await createBetTables(handle.pool, env.SCHEMA!);
 const runner = createBackendRunner({ pool: handle.pool, schema: env.SCHEMA!, redisUrl: env.REDIS_URL! });
 await runner.start();
 process.stdout.write('ready\n');
-process.on('SIGTERM', () => void runner.stop().then(() => handle.close()).then(() => process.exit(0)));
+process.on(
+  'SIGTERM',
+  () =>
+    void runner
+      .stop()
+      .then(() => handle.close())
+      .then(() => process.exit(0)),
+);

@@ -32,14 +32,7 @@ export type BetInput = Omit<z.input<typeof orderIntents.schema>, 'orderId'>;
 /** POST /bets/orders: records the bet as queued, then publishes the intent. Returns the order id. */
 export async function placeBet(pool: pg.Pool, schema: string, streams: StreamClient, bet: BetInput): Promise<string> {
   const orderId = randomUUID();
-  await pool.query(`INSERT INTO "${schema}".bet_orders (id, user_id, market_id, side, price, size) VALUES ($1, $2, $3, $4, $5, $6)`, [
-    orderId,
-    bet.userId,
-    bet.marketId,
-    bet.side,
-    bet.price,
-    bet.size,
-  ]);
+  await pool.query(`INSERT INTO "${schema}".bet_orders (id, user_id, market_id, side, price, size) VALUES ($1, $2, $3, $4, $5, $6)`, [orderId, bet.userId, bet.marketId, bet.side, bet.price, bet.size]);
   // If this process died right here, the bet would stay queued with nothing charged — the seed's
   // accepted loss. Publishing from a nightshift job enqueued in the INSERT's transaction closes it.
   await streams.publish(orderIntents, { orderId, ...bet });
@@ -51,10 +44,12 @@ export async function placeBet(pool: pg.Pool, schema: string, streams: StreamCli
  * applying updates for the same bet at once cannot move it backwards either. True when applied.
  */
 export async function applyUpdate(pool: pg.Pool, schema: string, update: z.output<typeof orderUpdates.schema>): Promise<boolean> {
-  const { rowCount } = await pool.query(
-    `UPDATE "${schema}".bet_orders SET status = $2, reason = $3, updated_at = now() WHERE id = $1 AND status = ANY($4::text[])`,
-    [update.orderId, update.status, update.reason ?? null, betStatus.allowedFrom(update.status)],
-  );
+  const { rowCount } = await pool.query(`UPDATE "${schema}".bet_orders SET status = $2, reason = $3, updated_at = now() WHERE id = $1 AND status = ANY($4::text[])`, [
+    update.orderId,
+    update.status,
+    update.reason ?? null,
+    betStatus.allowedFrom(update.status),
+  ]);
   return rowCount === 1;
 }
 

@@ -20,4 +20,11 @@ const operator = createOperator({
 });
 await operator.start();
 process.stdout.write('ready\n');
-process.on('SIGTERM', () => void operator.stop().then(() => handle.close()).then(() => process.exit(0)));
+process.on(
+  'SIGTERM',
+  () =>
+    void operator
+      .stop()
+      .then(() => handle.close())
+      .then(() => process.exit(0)),
+);

@@ -1,15 +1,15 @@
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { NightshiftConfig } from 'nightshift';
+import { drain, tick } from 'nightshift/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestDatabase } from '../../test/support/db.js';
 import { cli } from '../../test/support/cli.js';
+import { useTestDatabase } from '../../test/support/db.js';
 import { startScript, type Proc } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait.js';
 import { telegramReceiver, type Receiver } from '../../test/watchdog/receivers.js';
-import { drain, tick } from 'nightshift/testing';
 import { boTables as TABLES } from './tables.js';
-import type { NightshiftConfig } from 'nightshift';
 
 const t = useTestDatabase('bo');
 // The settlement's calendar, on a test clock (nightshift/testing's tick), in a schema of its own.
@@ -52,7 +52,12 @@ describe('seed 000: the bo-engine worker table as one config', () => {
     expect(back.fired.map((x) => x.at.toISOString().slice(0, 10))).toEqual(['2026-02-18', '2026-02-19', '2026-02-20']);
     await drain(ns);
     const runs = (await ns.pipelines.listRuns({ pipeline: 'settlement' })).reverse();
-    expect(runs.map((r) => [r.key, r.state, r.warnings])).toEqual([['20500', 'succeeded', 0], ['20501', 'succeeded', 0], ['20502', 'succeeded', 0], ['20503', 'succeeded', 0]]);
+    expect(runs.map((r) => [r.key, r.state, r.warnings])).toEqual([
+      ['20500', 'succeeded', 0],
+      ['20501', 'succeeded', 0],
+      ['20502', 'succeeded', 0],
+      ['20503', 'succeeded', 0],
+    ]);
     // Each settled day enqueued its pot sync once (the follow-up), on top of the 15-minute schedule.
     const syncs = await cal.sql.query(`SELECT count(*)::int AS n FROM "${cal.schema}".jobs_all WHERE kind = 'update-pot-sizes'`);
     expect(syncs.rows[0].n).toBe(4);
@@ -136,26 +141,36 @@ describe('seed 000: the bo-engine worker table as one config', () => {
     try {
       await Promise.all(procs.map((p) => p.waitForLine('started')));
       // Enough ticks of the 2-second schedules before the first kill.
-      await waitFor('four ticks of recover-buy-intents', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.schedule_ticks WHERE schedule = 'recover-buy-intents'`)).rows[0].n >= 4, { timeoutMs: 60_000 });
+      await waitFor('four ticks of recover-buy-intents', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.schedule_ticks WHERE schedule = 'recover-buy-intents'`)).rows[0].n >= 4, {
+        timeoutMs: 60_000,
+      });
       // Kill the seed daemon's holder: another replica takes over with a larger token.
       const first = await waitFor('a seed daemon holder', holder);
       const victim = procs.find((p) => p.pid === pidOf(first))!;
       const before = (await tokens()).length;
       victim.kill('SIGKILL');
       await victim.exited;
-      const second = await waitFor('a new holder after the kill', async () => {
-        const h = await holder();
-        return h && pidOf(h) !== victim.pid ? h : undefined;
-      }, { timeoutMs: 60_000 });
+      const second = await waitFor(
+        'a new holder after the kill',
+        async () => {
+          const h = await holder();
+          return h && pidOf(h) !== victim.pid ? h : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
       await waitFor('the new holder to rotate seeds', async () => (await tokens()).length > before);
       // Freeze the new holder past its lease: the third replica takes over; on waking, the frozen
       // holder's next write is refused by its stale token.
       const frozen = procs.find((p) => p.pid === pidOf(second))!;
       frozen.kill('SIGSTOP');
-      await waitFor('a third holder', async () => {
-        const h = await holder();
-        return h && pidOf(h) !== frozen.pid && pidOf(h) !== victim.pid ? h : undefined;
-      }, { timeoutMs: 60_000 });
+      await waitFor(
+        'a third holder',
+        async () => {
+          const h = await holder();
+          return h && pidOf(h) !== frozen.pid && pidOf(h) !== victim.pid ? h : undefined;
+        },
+        { timeoutMs: 60_000 },
+      );
       frozenPid = frozen.pid;
       frozen.kill('SIGCONT');
       // On waking it either writes first and is refused by its stale token, or its elector notices
@@ -166,7 +181,9 @@ describe('seed 000: the bo-engine worker table as one config', () => {
       });
       // More ticks after the kill, with two replicas left.
       const ticksNow = (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.schedule_ticks WHERE schedule = 'recover-buy-intents'`)).rows[0].n;
-      await waitFor('three more ticks after the kill', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.schedule_ticks WHERE schedule = 'recover-buy-intents'`)).rows[0].n >= ticksNow + 3, { timeoutMs: 60_000 });
+      await waitFor('three more ticks after the kill', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.schedule_ticks WHERE schedule = 'recover-buy-intents'`)).rows[0].n >= ticksNow + 3, {
+        timeoutMs: 60_000,
+      });
     } finally {
       for (const p of procs) p.kill('SIGTERM');
       await Promise.all(procs.map((p) => Promise.race([p.exited, new Promise((r) => setTimeout(r, 15_000))])));
@@ -177,7 +194,11 @@ describe('seed 000: the bo-engine worker table as one config', () => {
     // Exactly once: every tick of the fast schedules has one row (the primary key) and one job,
     // no job belongs to two ticks, and the ticks of each 2-second schedule are contiguous.
     for (const schedule of ['recover-buy-intents', 'resolve-pending-claims']) {
-      const ticks = (await t.sql.query(`SELECT tick_at, job_id::text, outcome FROM ${q()}.schedule_ticks WHERE schedule = $1 AND outcome <> 'manual' ORDER BY tick_at`, [schedule])).rows as { tick_at: Date; job_id: string | null; outcome: string }[];
+      const ticks = (await t.sql.query(`SELECT tick_at, job_id::text, outcome FROM ${q()}.schedule_ticks WHERE schedule = $1 AND outcome <> 'manual' ORDER BY tick_at`, [schedule])).rows as {
+        tick_at: Date;
+        job_id: string | null;
+        outcome: string;
+      }[];
       const enqueued = ticks.filter((k) => k.outcome === 'enqueued');
       expect(new Set(enqueued.map((k) => k.job_id)).size).toBe(enqueued.length);
       for (let i = 1; i < ticks.length; i++) expect(ticks[i]!.tick_at.getTime() - ticks[i - 1]!.tick_at.getTime(), `${schedule} gap`).toBe(2_000);
@@ -210,7 +231,10 @@ describe('seed 000/001: the daily settlement as a pipeline on three workers', ()
       BEGIN INSERT INTO ${q()}.bo_step_writes (run_id, step, item) VALUES (NEW.run_id, NEW.step, NEW.item); RETURN NEW; END $$;
       CREATE TRIGGER bo_count_writes AFTER UPDATE ON ${q()}.pipeline_steps
         FOR EACH ROW WHEN (NEW.state = 'succeeded' AND OLD.state IS DISTINCT FROM 'succeeded') EXECUTE FUNCTION ${q()}.bo_count_writes();`);
-    const run = (day: string) => t.sql.query(`SELECT id::text, state, reason, warnings FROM ${q()}.pipeline_runs WHERE key = $1 AND NOT dry_run`, [day]).then((r) => r.rows[0] as { id: string; state: string; reason: string | null; warnings: number } | undefined);
+    const run = (day: string) =>
+      t.sql
+        .query(`SELECT id::text, state, reason, warnings FROM ${q()}.pipeline_runs WHERE key = $1 AND NOT dry_run`, [day])
+        .then((r) => r.rows[0] as { id: string; state: string; reason: string | null; warnings: number } | undefined);
     const start = () => startScript('src/cli/main.ts', { ...env(true), NIGHTSHIFT_LOG_LEVEL: 'warn' }, ['--config', CONFIG, 'worker', '--roles', 'workers']);
     const procs: Proc[] = [start(), start(), start()];
     try {
@@ -219,17 +243,35 @@ describe('seed 000/001: the daily settlement as a pipeline on three workers', ()
       expect(started.code, started.stderr).toBe(0);
       expect(JSON.parse(started.stdout)).toMatchObject({ created: true, run: { key: '20444', state: 'running' } });
       // A pool is being settled: kill the worker that settles it, mid-step.
-      const first = await waitFor('a pool settlement in flight', async () => (await t.sql.query(`SELECT pool, pid FROM ${q()}.bo_settle_attempts WHERE day_id = '20444' ORDER BY at LIMIT 1`)).rows[0] as { pool: number; pid: number } | undefined, { timeoutMs: 60_000 });
+      const first = await waitFor(
+        'a pool settlement in flight',
+        async () => (await t.sql.query(`SELECT pool, pid FROM ${q()}.bo_settle_attempts WHERE day_id = '20444' ORDER BY at LIMIT 1`)).rows[0] as { pool: number; pid: number } | undefined,
+        { timeoutMs: 60_000 },
+      );
       const victim = procs.find((p) => p.pid === first.pid)!;
       victim.kill('SIGKILL');
       await victim.exited;
       await waitFor('the settlement of 20444 to end', async () => (await run('20444'))?.state === 'succeeded', { timeoutMs: 120_000, everyMs: 200 });
 
       // Every step and item ran to exactly one recorded output.
-      const rows = (await t.sql.query(`SELECT s.step, s.item, s.state, s.output, s.attempts FROM ${q()}.pipeline_steps s JOIN ${q()}.pipeline_runs r ON r.id = s.run_id WHERE r.key = '20444' AND NOT r.dry_run ORDER BY s.step, s.item`)).rows as { step: string; item: string; state: string; output: { settledBy?: number } | null; attempts: number }[];
+      const rows = (
+        await t.sql.query(
+          `SELECT s.step, s.item, s.state, s.output, s.attempts FROM ${q()}.pipeline_steps s JOIN ${q()}.pipeline_runs r ON r.id = s.run_id WHERE r.key = '20444' AND NOT r.dry_run ORDER BY s.step, s.item`,
+        )
+      ).rows as { step: string; item: string; state: string; output: { settledBy?: number } | null; attempts: number }[];
       expect(rows.map((r) => [r.step, r.item, r.state])).toEqual([
-        ['commit', '', 'succeeded'], ['freeze', '', 'succeeded'], ['globalStats', '', 'succeeded'], ['merkle', '', 'succeeded'], ['notifyWinners', '', 'succeeded'], ['potSync', '', 'succeeded'],
-        ['settle', '', 'succeeded'], ['settle', 'pool-0', 'succeeded'], ['settle', 'pool-1', 'succeeded'], ['settle', 'pool-2', 'succeeded'], ['settle', 'pool-3', 'succeeded'], ['settle', 'pool-4', 'succeeded'],
+        ['commit', '', 'succeeded'],
+        ['freeze', '', 'succeeded'],
+        ['globalStats', '', 'succeeded'],
+        ['merkle', '', 'succeeded'],
+        ['notifyWinners', '', 'succeeded'],
+        ['potSync', '', 'succeeded'],
+        ['settle', '', 'succeeded'],
+        ['settle', 'pool-0', 'succeeded'],
+        ['settle', 'pool-1', 'succeeded'],
+        ['settle', 'pool-2', 'succeeded'],
+        ['settle', 'pool-3', 'succeeded'],
+        ['settle', 'pool-4', 'succeeded'],
       ]);
       const writes = (await t.sql.query(`SELECT step, item, count(*)::int AS n FROM ${q()}.bo_step_writes GROUP BY step, item`)).rows as { n: number }[];
       expect(writes).toHaveLength(rows.length);
@@ -241,15 +283,25 @@ describe('seed 000/001: the daily settlement as a pipeline on three workers', ()
       expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.bo_payouts WHERE day_id = '20444'`)).rows[0].n).toBe(5);
       // The seed's seven artifacts, with their checksums, verified — once the worker that ended the
       // run has published them (just after the run's end commits).
-      await waitFor('the artifacts of 20444 to be published', async () => (await t.sql.query(`SELECT artifacts_published_at FROM ${q()}.pipeline_runs WHERE key = '20444'`)).rows[0].artifacts_published_at, { timeoutMs: 60_000 });
+      await waitFor('the artifacts of 20444 to be published', async () => (await t.sql.query(`SELECT artifacts_published_at FROM ${q()}.pipeline_runs WHERE key = '20444'`)).rows[0].artifacts_published_at, {
+        timeoutMs: 60_000,
+      });
       expect(readdirSync(join(ARTIFACTS, 'dayId=20444')).sort()).toEqual([
-        'affiliate_merkle.json', 'affiliates.json', 'checksums.json', 'commit_bundle.json', 'inputs.json', 'settlement_result.json', 'winners_merkle.json',
+        'affiliate_merkle.json',
+        'affiliates.json',
+        'checksums.json',
+        'commit_bundle.json',
+        'inputs.json',
+        'settlement_result.json',
+        'winners_merkle.json',
       ]);
       const verified = await cli(['--config', CONFIG, 'pipelines', 'verify', 'settlement', '20444'], { env: env(true), cwd: ROOT });
       expect(verified.code, verified.stderr).toBe(0);
       expect(verified.stdout).toContain('all 6 artifact(s)');
       // The pot sync follow-up, once.
-      expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'update-pot-sizes' AND created_at >= (SELECT created_at FROM ${q()}.pipeline_runs WHERE key = '20444')`)).rows[0].n).toBeGreaterThanOrEqual(1);
+      expect(
+        (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'update-pot-sizes' AND created_at >= (SELECT created_at FROM ${q()}.pipeline_runs WHERE key = '20444')`)).rows[0].n,
+      ).toBeGreaterThanOrEqual(1);
       expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.pipeline_followups f JOIN ${q()}.pipeline_runs r ON r.id = f.run_id WHERE r.key = '20444'`)).rows[0].n).toBe(1);
 
       // Pool 3 of the next day fails until its cause is fixed: the run fails, the alert goes out once.
@@ -258,7 +310,13 @@ describe('seed 000/001: the daily settlement as a pipeline on three workers', ()
       await waitFor('the settlement of 20445 to fail', async () => (await run('20445'))?.state === 'failed', { timeoutMs: 120_000, everyMs: 200 });
       expect((await run('20445'))!.reason).toMatch(/^step "settle" item "pool-3" failed: pool 3: settlement transaction reverted/);
       // Let the other pools (draining) finish before the rerun, so the rerun's work is what it chose.
-      await waitFor('the other pools to be recorded', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.pipeline_steps s JOIN ${q()}.pipeline_runs r ON r.id = s.run_id WHERE r.key = '20445' AND s.item <> '' AND s.state IN ('ready', 'running')`)).rows[0].n === 0, { timeoutMs: 60_000 });
+      await waitFor(
+        'the other pools to be recorded',
+        async () =>
+          (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.pipeline_steps s JOIN ${q()}.pipeline_runs r ON r.id = s.run_id WHERE r.key = '20445' AND s.item <> '' AND s.state IN ('ready', 'running')`))
+            .rows[0].n === 0,
+        { timeoutMs: 60_000 },
+      );
       await waitFor('the alert', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.bo_alerts WHERE day_id = '20445'`)).rows[0].n === 1, { timeoutMs: 60_000 });
       const before = (await t.sql.query(`SELECT pool FROM ${q()}.bo_settle_attempts WHERE day_id = '20445' ORDER BY at`)).rows.length;
       await t.sql.query(`DELETE FROM ${q()}.bo_faults`);
@@ -270,7 +328,17 @@ describe('seed 000/001: the daily settlement as a pipeline on three workers', ()
       expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.bo_alerts WHERE day_id = '20445'`)).rows[0].n).toBe(1);
     } catch (err) {
       // What the runs looked like, and what the workers said, for the failure report.
-      console.log('steps:', new Date().toISOString(), JSON.stringify((await t.sql.query(`SELECT r.key, r.state AS rs, r.created_at, r.finished_at, s.step, s.item, s.state, s.started_at, s.finished_at, j.state AS js, j.attempt, j.created_at AS jc, j.started_at AS jst FROM ${q()}.pipeline_steps s JOIN ${q()}.pipeline_runs r ON r.id = s.run_id LEFT JOIN ${q()}.jobs_all j ON j.id = s.job_id ORDER BY r.id, s.started_at`)).rows));
+      console.log(
+        'steps:',
+        new Date().toISOString(),
+        JSON.stringify(
+          (
+            await t.sql.query(
+              `SELECT r.key, r.state AS rs, r.created_at, r.finished_at, s.step, s.item, s.state, s.started_at, s.finished_at, j.state AS js, j.attempt, j.created_at AS jc, j.started_at AS jst FROM ${q()}.pipeline_steps s JOIN ${q()}.pipeline_runs r ON r.id = s.run_id LEFT JOIN ${q()}.jobs_all j ON j.id = s.job_id ORDER BY r.id, s.started_at`,
+            )
+          ).rows,
+        ),
+      );
       console.log('settle attempts:', JSON.stringify((await t.sql.query(`SELECT * FROM ${q()}.bo_settle_attempts ORDER BY at`)).rows));
       console.log('workers:', procs.map((p) => p.output().slice(-3000)).join('\n-----\n'));
       throw err;

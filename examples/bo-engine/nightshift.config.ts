@@ -27,8 +27,7 @@ const worker = (kind: string, queue = 'default') => defineJob({ kind, payload: n
 
 // Seed 001's log retention: recovery 14 days (settlement: 30, the pipeline's own retention).
 const FOURTEEN_DAYS = 14 * 86_400_000;
-const recovery = (kind: string) =>
-  defineJob({ kind, payload: none, queue: 'recovery', retention: { completed: FOURTEEN_DAYS, discarded: FOURTEEN_DAYS }, run: (p, ctx) => record(ctx, p) });
+const recovery = (kind: string) => defineJob({ kind, payload: none, queue: 'recovery', retention: { completed: FOURTEEN_DAYS, discarded: FOURTEEN_DAYS }, run: (p, ctx) => record(ctx, p) });
 
 const jobs = {
   recoverBuyIntents: recovery('recover-buy-intents'),
@@ -72,9 +71,7 @@ const refreshSeeds = defineDaemon({
   ttlMs: fast ? 1_500 : 15_000,
   run: async (ctx) => {
     try {
-      await ctx.transaction((tx) =>
-        tx.query({ text: `INSERT INTO ${q}.bo_seed_rotations (token, pid) VALUES ($1, $2)`, values: [ctx.fencingToken, process.pid] }),
-      );
+      await ctx.transaction((tx) => tx.query({ text: `INSERT INTO ${q}.bo_seed_rotations (token, pid) VALUES ($1, $2)`, values: [ctx.fencingToken, process.pid] }));
     } catch (err) {
       if ((err as { code?: string }).code === 'NS_FENCED') {
         await ctx.db.query({ text: `INSERT INTO ${q}.bo_refusals (token, pid) VALUES ($1, $2)`, values: [ctx.fencingToken, process.pid] });
@@ -98,7 +95,10 @@ const checks = [
     every: fast ? '5s' : '5m',
     description: 'no buy intent stays pending for more than 10 minutes',
     run: async (ctx) => {
-      const { n } = await count(ctx, `SELECT count(*)::int AS n FROM ${q}.bo_buy_intents WHERE status = 'pending' AND created_at < $1::timestamptz - $2::float8 * interval '1 millisecond'`, [ctx.at, minutes(10)]);
+      const { n } = await count(ctx, `SELECT count(*)::int AS n FROM ${q}.bo_buy_intents WHERE status = 'pending' AND created_at < $1::timestamptz - $2::float8 * interval '1 millisecond'`, [
+        ctx.at,
+        minutes(10),
+      ]);
       if (n === 0) return { status: 'ok', message: 'no buy intent pending for more than 10 minutes' };
       return {
         status: n >= 20 ? 'critical' : 'warning',
@@ -112,7 +112,7 @@ const checks = [
   defineCheck({
     name: 'settlement-done',
     cron: '*/5 1-23 * * *',
-    description: "the day that ended at midnight is settled by 01:00 UTC",
+    description: 'the day that ended at midnight is settled by 01:00 UTC',
     run: async (ctx) => {
       const dayId = Math.floor(ctx.at.getTime() / DAY_MS) - 1;
       const day = new Date(dayId * DAY_MS).toISOString().slice(0, 10);

@@ -9,13 +9,13 @@
 // prints a report of each step and exits: 0 when every step turned out as expected, 1 otherwise.
 import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../../src/dev/embedded-postgres.js';
-import { serveTourDashboard, type TourDashboard } from './tour/dashboard.js';
-import { Fleet } from './tour/fleet.js';
-import { redisServerPath, startTourRedis, type TourRedis } from './tour/redis.js';
 import { startBets } from './tour/bets.js';
 import { startBoEngine } from './tour/bo-engine.js';
+import { serveTourDashboard, type TourDashboard } from './tour/dashboard.js';
+import { Fleet } from './tour/fleet.js';
 import { startOperationsWorker } from './tour/operations-worker.js';
 import { startPaymentManager } from './tour/payment-manager.js';
+import { redisServerPath, startTourRedis, type TourRedis } from './tour/redis.js';
 import { guarded, type StepResult, type TourContext, type TourSystem } from './tour/system.js';
 
 const once = process.argv.includes('--once');
@@ -92,7 +92,12 @@ async function main(): Promise<number> {
     log(`dashboard: ${dashboard.url}`);
     log();
     log('the scripted day:');
-    const names = ['bo-engine: the settlement, a failed pool and its rerun', 'payment-manager: a payment held for review, resolved', 'operations-worker: a debounced pack change', 'bets: an intent that expired'];
+    const names = [
+      'bo-engine: the settlement, a failed pool and its rerun',
+      'payment-manager: a payment held for review, resolved',
+      'operations-worker: a debounced pack change',
+      'bets: an intent that expired',
+    ];
     const results: boolean[] = [];
     for (const [i, system] of systems.entries()) {
       const r = await system.play();
@@ -100,7 +105,12 @@ async function main(): Promise<number> {
       results.push(r.ok);
     }
     if (!redis) report(names[3]!, 'skipped', 'redis-server is not installed (apt-get install redis-server)');
-    const pages = await guarded(() => checkDashboard(dashboard!, systems.map((s) => s.dashboard.id)));
+    const pages = await guarded(() =>
+      checkDashboard(
+        dashboard!,
+        systems.map((s) => s.dashboard.id),
+      ),
+    );
     report('dashboard: every system’s page answers', pages);
     results.push(pages.ok);
     const passed = results.filter(Boolean).length;

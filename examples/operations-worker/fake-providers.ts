@@ -43,7 +43,9 @@ export class FakeExpo {
     const msgs = (await body(req)) as PushMessage[];
     this.messages.push(...msgs);
     const data = msgs.map((m) =>
-      this.badTokens.has(m.to) ? { status: 'error', message: `"${m.to}" is not a registered push notification recipient`, details: { error: 'DeviceNotRegistered' } } : { status: 'ok', id: `ticket-${this.messages.length}` },
+      this.badTokens.has(m.to)
+        ? { status: 'error', message: `"${m.to}" is not a registered push notification recipient`, details: { error: 'DeviceNotRegistered' } }
+        : { status: 'ok', id: `ticket-${this.messages.length}` },
     );
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data }));
   }

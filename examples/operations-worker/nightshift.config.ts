@@ -93,7 +93,11 @@ export const packChange = defineJob({
   run: async ({ coupleId, userId }, ctx) => {
     await ctx.transaction(async (tx) => {
       for (const p of await rows<{ user_id: string }>(tx, `SELECT user_id FROM ${q}.ops_members WHERE couple_id = $1 AND user_id <> $2`, [coupleId, userId])) {
-        await ctx.enqueue(sendPush, { userId: p.user_id, coupleId, title: 'New packs', body: 'Your partner enabled a pack', kind: 'pack-change' }, { db: tx, dedupeKey: `pack-change:${ctx.jobId}:${p.user_id}` });
+        await ctx.enqueue(
+          sendPush,
+          { userId: p.user_id, coupleId, title: 'New packs', body: 'Your partner enabled a pack', kind: 'pack-change' },
+          { db: tx, dedupeKey: `pack-change:${ctx.jobId}:${p.user_id}` },
+        );
       }
     });
   },
@@ -114,10 +118,7 @@ export const sessionDigest = defineJob({
   run: async (_p, ctx) => {
     await ctx.transaction(async (tx) => {
       // Taking the responses and marking them is one statement: a tick that ran twice would find none.
-      const taken = await rows<{ session_id: string; couple_id: string; user_id: string }>(
-        tx,
-        `UPDATE ${q}.ops_responses SET digested = true WHERE NOT digested RETURNING session_id, couple_id, user_id`,
-      );
+      const taken = await rows<{ session_id: string; couple_id: string; user_id: string }>(tx, `UPDATE ${q}.ops_responses SET digested = true WHERE NOT digested RETURNING session_id, couple_id, user_id`);
       const by = new Map<string, { couple_id: string; responders: string[] }>();
       for (const r of taken) {
         const s = by.get(r.session_id) ?? { couple_id: r.couple_id, responders: [] };

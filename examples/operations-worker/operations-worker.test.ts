@@ -2,8 +2,8 @@ import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestDatabase } from '../../test/support/db.js';
 import { cli } from '../../test/support/cli.js';
+import { useTestDatabase } from '../../test/support/db.js';
 import { startScript, type Proc } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait.js';
 import { FakeExpo, FakeOpenRouter } from './fake-providers.js';
@@ -100,12 +100,12 @@ describe('seed 003: the operations worker', () => {
     const n = await ticks();
     await waitFor('two more ticks', async () => (await ticks()) >= n + 2);
     const digest = expo.messages.filter((m) => m.data.kind === 'session-digest');
-    expect(digest.map((m) => `${m.to} ${m.title} ${m.body}`).sort().filter((x, i, all) => all.indexOf(x) === i)).toEqual([
-      "tok-ann It's a match session s1",
-      "tok-bob It's a match session s1",
-      'tok-bad Your partner answered session s2',
-      'tok-dan Your partner answered session s2',
-    ].sort());
+    expect(
+      digest
+        .map((m) => `${m.to} ${m.title} ${m.body}`)
+        .sort()
+        .filter((x, i, all) => all.indexOf(x) === i),
+    ).toEqual(["tok-ann It's a match session s1", "tok-bob It's a match session s1", 'tok-bad Your partner answered session s2', 'tok-dan Your partner answered session s2'].sort());
     expect(digest.filter((m) => m.to !== 'tok-bad')).toHaveLength(3);
     // notification_id is the outbox row's (job's) id, stable across retries.
     const pushes = await ns.listJobs({ kind: 'send-push', limit: 100 });

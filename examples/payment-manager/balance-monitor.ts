@@ -25,7 +25,10 @@ export function balanceMonitorSettings(env: NodeJS.ProcessEnv): BalanceMonitorSe
     return n;
   };
   return {
-    psps: (env.PSP_NAMES ?? 'IPPS').split(',').map((p) => p.trim()).filter(Boolean),
+    psps: (env.PSP_NAMES ?? 'IPPS')
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean),
     tickMs: int('BALANCE_TICK_MS', 60_000),
     driftThresholdSatang: int('IPPS_DRIFT_THRESHOLD_SATANG', 10_000),
     lowBalanceThresholdSatang: int('IPPS_LOW_BALANCE_THRESHOLD_SATANG', 100_000),

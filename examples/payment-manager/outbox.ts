@@ -8,7 +8,7 @@
 // transaction and each delivery carries the event's key, so a redelivery after a crash is applied once.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { defineJob, hold, discard, type JobContext } from '../../src/index.js';
+import { defineJob, discard, hold, type JobContext } from '../../src/index.js';
 import { hubClient, ledgerClient } from './providers.js';
 import type { PmSettings } from './settings.js';
 import type { PmStore } from './store.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestDatabase } from '../../test/support/db.js';
 import { cli } from '../../test/support/cli.js';
+import { useTestDatabase } from '../../test/support/db.js';
 import { startScript, type Proc } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait.js';
 import { webhookReceiver } from '../../test/watchdog/receivers.js';
@@ -93,7 +93,11 @@ describe('seed 002: the balance monitor as a check', () => {
 
       // The PSP down is itself an alert: the run fails, critically.
       psp.down = true;
-      await waitFor('the failed run alert', () => receiver.verified().some((r) => (r.json.alert as { subject: string; message: string }).subject === '' && (r.json.alert as { message: string }).message.includes('IPPS answered 503')), { timeoutMs: 60_000 });
+      await waitFor(
+        'the failed run alert',
+        () => receiver.verified().some((r) => (r.json.alert as { subject: string; message: string }).subject === '' && (r.json.alert as { message: string }).message.includes('IPPS answered 503')),
+        { timeoutMs: 60_000 },
+      );
       psp.down = false;
       await waitFor('it resolved', () => receiver.verified().some((r) => (r.json.alert as { subject: string }).subject === '' && r.json.event === 'resolved'), { timeoutMs: 60_000 });
     } finally {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestDatabase } from '../../test/support/db.js';
 import { cli } from '../../test/support/cli.js';
+import { useTestDatabase } from '../../test/support/db.js';
 import { waitFor } from '../../test/support/wait.js';
 import { pmHarness, type Pod } from './pm-harness.js';
 import { traceIdOf } from './trace.js';
@@ -25,11 +25,15 @@ afterAll(() => h.close());
 
 const row = async (intentId: string) =>
   (await t.sql.query(`SELECT id::text, state, query_rq_uid, confirm_rq_uid, leased_by FROM ${q()}.pm_psp_tx_map WHERE intent_id = $1`, [intentId])).rows[0] as
-    | { id: string; state: string; query_rq_uid: string | null; confirm_rq_uid: string | null; leased_by: string }
-    | undefined;
+    { id: string; state: string; query_rq_uid: string | null; confirm_rq_uid: string | null; leased_by: string } | undefined;
 const intentStatus = async (id: string) => (await t.sql.query(`SELECT status FROM ${q()}.pm_intents WHERE id = $1`, [id])).rows[0]?.status as string;
 const leases = async (intentId: string) =>
-  ((await t.sql.query(`SELECT l.attempt, l.lease_sec FROM ${q()}.pm_psp_leases l JOIN ${q()}.pm_psp_tx_map m ON m.id = l.row_id WHERE m.intent_id = $1 ORDER BY l.at`, [intentId])).rows as { attempt: number; lease_sec: number }[]).map((l) => [l.attempt, l.lease_sec]);
+  (
+    (await t.sql.query(`SELECT l.attempt, l.lease_sec FROM ${q()}.pm_psp_leases l JOIN ${q()}.pm_psp_tx_map m ON m.id = l.row_id WHERE m.intent_id = $1 ORDER BY l.at`, [intentId])).rows as {
+      attempt: number;
+      lease_sec: number;
+    }[]
+  ).map((l) => [l.attempt, l.lease_sec]);
 const topUp = () => h.pay(api, { operationType: 'PSP_TOPUP', amountSatang: 50_000, psp: 'IPPS' });
 const settledAs = (id: string, status: string) => waitFor(`intent ${id} ${status}`, async () => (await intentStatus(id)) === status, { timeoutMs: 90_000 });
 const pspJobOf = async (ns: ReturnType<typeof t.client>, rowId: string) => (await ns.listJobs({ kind: 'psp-process', limit: 1000 })).find((j) => (j.payload as { rowId: string }).rowId === rowId)!;
@@ -56,7 +60,10 @@ describe('seed 002: the PSP worker', () => {
     h.psp.queryFailures = 1;
     const id = await topUp();
     await settledAs(id, 'SETTLED');
-    expect(await leases(id)).toEqual([[1, 10], [2, 30]]);
+    expect(await leases(id)).toEqual([
+      [1, 10],
+      [2, 30],
+    ]);
   });
 
   it('a declined query and a failed inquiry end FAILED and void the reservation; PENDING is asked again until decided', async () => {
@@ -90,7 +97,10 @@ describe('seed 002: the PSP worker', () => {
     expect(h.ledger.pending.get(await pendingOf(pending))?.state).toBe('posted');
   });
 
-  for (const [as, psp, status] of [['completed', 'CONFIRMED', 'SETTLED'], ['failed', 'FAILED', 'FAILED']] as const) {
+  for (const [as, psp, status] of [
+    ['completed', 'CONFIRMED', 'SETTLED'],
+    ['failed', 'FAILED', 'FAILED'],
+  ] as const) {
     it(`an orphan rqUID goes to MANUAL_REVIEW as a held job; resolved --as ${as} from the CLI it is ${psp}, audited`, async () => {
       const ns = t.client();
       const created = await h.call(api, 'POST', '/intents', { operationType: 'PSP_TOPUP', amountSatang: 77_000 });

@@ -14,11 +14,11 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { defineJob, hold, retryAfter, type Executor, type JobContext } from '../../src/index.js';
+import type { OutboxAction } from './outbox.js';
 import { pspDriver } from './providers.js';
 import type { PmSettings } from './settings.js';
 import type { PmStore, PspRow } from './store.js';
 import { intentTrace } from './trace.js';
-import type { OutboxAction } from './outbox.js';
 
 /** The psp-process kind. `enqueueOutbox` adds the outbox event inside the caller's transaction. */
 export function pspJob(s: PmSettings, store: PmStore, enqueueOutbox: (tx: Executor, intentId: string, action: OutboxAction) => Promise<void>) {

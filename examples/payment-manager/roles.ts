@@ -8,7 +8,10 @@ export const DEFAULT_ROLES = ['api', 'outbox-worker'];
 
 /** WORKER_ROLES as the seed reads it: comma-separated, blanks ignored, the default when empty. */
 export function parseRoles(value: string | undefined): string[] {
-  const roles = (value ?? '').split(',').map((r) => r.trim()).filter(Boolean);
+  const roles = (value ?? '')
+    .split(',')
+    .map((r) => r.trim())
+    .filter(Boolean);
   return roles.length ? roles : DEFAULT_ROLES;
 }
 

@@ -1,6 +1,6 @@
 import { createLogger, type Logger, type LoggerOptions } from '../telemetry/logger.js';
-import { StopRequests } from './stop-requests.js';
 import { toJson } from './output.js';
+import { StopRequests } from './stop-requests.js';
 
 /** Where the CLI writes: anything with `write(text)` — `process.stdout`, a test's buffer. */
 export interface TextSink {

@@ -88,7 +88,13 @@ export function listCommand<F extends object, A extends unknown[], D, T = D exte
       }
       const now = Date.now();
       const cells = rows.map((row) => spec.columns.map(([, value]) => value(row, now)));
-      return [table(spec.columns.map(([header]) => header), cells), ...footer];
+      return [
+        table(
+          spec.columns.map(([header]) => header),
+          cells,
+        ),
+        ...footer,
+      ];
     },
   });
 }

@@ -1,10 +1,10 @@
-import { loadConfig, type LoadedConfig } from '../config/load-config.js';
 import { toClientOptions } from '../config/define-config.js';
-import { createNightshift, type Nightshift } from '../runtime/nightshift.js';
-import { databaseUrlProblem, type NightshiftOptions } from '../runtime/client-options.js';
-import { UsageError } from './exit-codes.js';
+import { loadConfig, type LoadedConfig } from '../config/load-config.js';
 import { isNightshiftError } from '../errors.js';
+import { databaseUrlProblem, type NightshiftOptions } from '../runtime/client-options.js';
+import { createNightshift, type Nightshift } from '../runtime/nightshift.js';
 import type { CliRun } from './cli-io.js';
+import { UsageError } from './exit-codes.js';
 
 /** Options every command takes. */
 export interface GlobalOptions {

@@ -12,7 +12,11 @@ function cell(v: Cell): string {
 export function table(headers: string[], rows: Cell[][]): string {
   const text = rows.map((r) => r.map(cell));
   const widths = headers.map((h, i) => Math.max(h.length, ...text.map((r) => (r[i] ?? '').length)));
-  const line = (cols: string[]) => cols.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cols: string[]) =>
+    cols
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(headers), line(widths.map((w) => '-'.repeat(w))), ...text.map(line)].join('\n');
 }
 

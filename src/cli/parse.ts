@@ -20,6 +20,9 @@ export function jsonFlag(name: string, value: string | undefined): unknown {
 /** Splits a comma-separated list flag. */
 export function listFlag(value: string | undefined): string[] | undefined {
   if (value === undefined) return undefined;
-  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   return items.length ? items : undefined;
 }

@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import { isNightshiftError } from '../errors.js';
-import { elideDataUrls } from '../telemetry/data-urls.js';
 import { nightshiftVersion } from '../runtime/version.js';
+import { elideDataUrls } from '../telemetry/data-urls.js';
 import { cliRun, type CliIo, type CliRun, type CliSelf } from './cli-io.js';
 import { registerAlerts } from './commands/alerts.js';
 import { registerChecks } from './commands/checks.js';

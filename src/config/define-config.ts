@@ -1,17 +1,17 @@
-import { ConfigError, closest, type Issue } from '../errors.js';
+import { closest, ConfigError, type Issue } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { QueueDefinition } from '../jobs/define-queue.js';
 import type { DaemonDefinition } from '../leadership/define-daemon.js';
-import type { ScheduleDefinition } from '../schedules/define-schedule.js';
-import type { StreamDefinition } from '../streams/define-stream.js';
-import type { ConsumerDefinition } from '../streams/define-consumer.js';
-import type { Logger } from '../telemetry/logger.js';
-import { DASHBOARD_CONFIG_KEYS, type DashboardConfig } from './dashboard-config.js';
+import type { PipelineLike } from '../pipelines/define-pipeline.js';
 import type { RoleDefinition } from '../roles/role-plan.js';
 import { resolveOptions, type NightshiftOptions } from '../runtime/client-options.js';
+import type { ScheduleDefinition } from '../schedules/define-schedule.js';
+import type { ConsumerDefinition } from '../streams/define-consumer.js';
+import type { StreamDefinition } from '../streams/define-stream.js';
+import type { Logger } from '../telemetry/logger.js';
 import { isCheckDefinition, type CheckDefinition } from '../watchdog/define-check.js';
 import type { WatchdogOptions } from '../watchdog/watchdog-settings.js';
-import type { PipelineLike } from '../pipelines/define-pipeline.js';
+import { DASHBOARD_CONFIG_KEYS, type DashboardConfig } from './dashboard-config.js';
 
 /**
  * The application: what a `nightshift.config.ts` default-exports. Every client option of
@@ -59,19 +59,7 @@ export interface NightshiftConfig {
   /** How a worker process runs: the client options of the same names. */
   worker?: Pick<
     NightshiftOptions,
-    | 'concurrency'
-    | 'queues'
-    | 'leaseMs'
-    | 'heartbeatMs'
-    | 'pollIntervalMs'
-    | 'prefetch'
-    | 'shutdownGraceMs'
-    | 'maintenance'
-    | 'maintenanceIntervalMs'
-    | 'retention'
-    | 'listen'
-    | 'owner'
-    | 'registerProcess'
+    'concurrency' | 'queues' | 'leaseMs' | 'heartbeatMs' | 'pollIntervalMs' | 'prefetch' | 'shutdownGraceMs' | 'maintenance' | 'maintenanceIntervalMs' | 'retention' | 'listen' | 'owner' | 'registerProcess'
   >;
   /** Environment variables every process needs (start-up fails closed without them). */
   requiredEnv?: string[];

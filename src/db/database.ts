@@ -1,28 +1,28 @@
 import type { Executor } from './executor.js';
+import { validateSchemaName } from './identifiers.js';
+import { JobLogQueries } from './job-logs.js';
+import { JobStatsQueries } from './job-stats.js';
 import { JobAdminQueries } from './jobs-admin.js';
 import { JobInsertQueries } from './jobs-insert.js';
-import { JobLogQueries } from './job-logs.js';
-import { JobSearchQueries } from './jobs-search.js';
-import { JobStatsQueries } from './job-stats.js';
 import { JobMaintenanceQueries } from './jobs-maintenance.js';
 import { JobRunQueries } from './jobs-run.js';
+import { JobSearchQueries } from './jobs-search.js';
 import { LeaseQueries } from './leases.js';
 import { LimitQueries } from './limits.js';
 import { assertMigrated, migrate, type MigrateResult } from './migrator.js';
+import { PipelineArtifactQueries } from './pipelines-artifacts.js';
+import { PipelineMaintenanceQueries } from './pipelines-maintenance.js';
+import { PipelineRunQueries } from './pipelines-runs.js';
+import { PipelineStepQueries } from './pipelines-steps.js';
 import type { PoolHandle } from './pool.js';
 import { ProcessQueries } from './processes.js';
 import { QueueQueries } from './queues.js';
 import { ScheduleQueries } from './schedules.js';
 import { serverConnections, type ServerConnections } from './server-info.js';
-import { PipelineArtifactQueries } from './pipelines-artifacts.js';
-import { PipelineMaintenanceQueries } from './pipelines-maintenance.js';
-import { PipelineRunQueries } from './pipelines-runs.js';
-import { PipelineStepQueries } from './pipelines-steps.js';
 import { PreparedStatements, StatementSet, type PreparedStatementsMode, type PreparedStatementsOff } from './statements.js';
 import { TestJobQueries } from './test-jobs.js';
-import { validateSchemaName } from './identifiers.js';
-import { WatchdogQueries } from './watchdog.js';
 import { WatchdogBuiltinQueries } from './watchdog-builtins.js';
+import { WatchdogQueries } from './watchdog.js';
 
 /** The statements of the pipeline tables, one group per table (`db.pipelines.runs.lock({ tx, id })`). */
 export interface PipelineTableQueries {

@@ -22,9 +22,7 @@ export function jobLogStatements(set: StatementSet) {
         WHERE EXISTS (SELECT 1 FROM ${s}.jobs WHERE id = $1) OR EXISTS (SELECT 1 FROM ${s}.jobs_history WHERE id = $1)
         ON CONFLICT DO NOTHING`,
     ),
-    list: set.plain<JobLogLine, [jobId: string, limit: number]>(
-      (s) => `SELECT attempt, seq, at, level, msg, fields FROM ${s}.job_logs WHERE job_id = $1 ORDER BY attempt, seq LIMIT $2`,
-    ),
+    list: set.plain<JobLogLine, [jobId: string, limit: number]>((s) => `SELECT attempt, seq, at, level, msg, fields FROM ${s}.job_logs WHERE job_id = $1 ORDER BY attempt, seq LIMIT $2`),
   };
 }
 export type JobLogStatements = ReturnType<typeof jobLogStatements>;

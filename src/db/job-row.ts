@@ -1,24 +1,7 @@
 /** The states a job moves through; see docs/state-machine.md. */
-export type JobState =
-  | 'available'
-  | 'running'
-  | 'completed'
-  | 'discarded'
-  | 'cancelled'
-  | 'expired'
-  | 'held'
-  | 'abandoned';
+export type JobState = 'available' | 'running' | 'completed' | 'discarded' | 'cancelled' | 'expired' | 'held' | 'abandoned';
 
-export const JOB_STATES: readonly JobState[] = [
-  'available',
-  'running',
-  'completed',
-  'discarded',
-  'cancelled',
-  'expired',
-  'held',
-  'abandoned',
-];
+export const JOB_STATES: readonly JobState[] = ['available', 'running', 'completed', 'discarded', 'cancelled', 'expired', 'held', 'abandoned'];
 
 /** One entry of a job's error history. */
 export interface JobErrorEntry {

@@ -52,10 +52,7 @@ const MERGE_SET = `completed = s.completed + EXCLUDED.completed, failed = s.fail
 /** Statements of the per-minute aggregates. */
 export function jobStatsStatements(set: StatementSet) {
   return {
-    add: set.plain<
-      never,
-      [writer: string, buckets: Date[], queues: string[], kinds: string[], c: number[], f: number[], d: number[], st: number[], ws: number[], wm: number[], rs: number[], rm: number[]]
-    >(
+    add: set.plain<never, [writer: string, buckets: Date[], queues: string[], kinds: string[], c: number[], f: number[], d: number[], st: number[], ws: number[], wm: number[], rs: number[], rm: number[]]>(
       (s) => `INSERT INTO ${s}.job_stats AS s (width_s, bucket, queue, kind, writer, completed, failed, discarded, started, wait_ms_sum, wait_ms_max, run_ms_sum, run_ms_max)
         SELECT 60, u.b, u.q, u.k, $1, u.c, u.f, u.d, u.st, u.ws, u.wm, u.rs, u.rm
         FROM unnest($2::timestamptz[], $3::text[], $4::text[], $5::int[], $6::int[], $7::int[], $8::int[], $9::float8[], $10::float8[], $11::float8[], $12::float8[])

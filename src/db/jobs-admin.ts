@@ -40,15 +40,7 @@ function filterValues(f: JobFilter): FilterParams {
 }
 
 /** The parameters of an admin action's statement (see `change`). */
-type ChangeParams = [
-  ...FilterParams,
-  actor: string,
-  reason: string | null,
-  limit: number,
-  jobsChannel: string,
-  from: readonly JobState[],
-  controlChannel: string,
-];
+type ChangeParams = [...FilterParams, actor: string, reason: string | null, limit: number, jobsChannel: string, from: readonly JobState[], controlChannel: string];
 
 /** Admin statements of one schema. Each state change writes its audit row in the same statement. */
 export function jobAdminStatements(set: StatementSet) {
@@ -67,7 +59,9 @@ WITH target AS (
 ), upd AS (
   UPDATE ${s}.jobs j SET ${assignments}${toAvailable ? `, ${keyRelease(s, 'j', 'true')}` : ''}
   FROM target WHERE j.id = target.id
-  RETURNING ${JOB_COLUMNS.split(', ').map((c) => `j.${c}`).join(', ')}, target.old_state
+  RETURNING ${JOB_COLUMNS.split(', ')
+    .map((c) => `j.${c}`)
+    .join(', ')}, target.old_state
 ), audit AS (
   INSERT INTO ${s}.audit_log (actor, action, target, reason, details)
   SELECT $6, '${action}', 'job:' || upd.id, $7, jsonb_build_object('kind', upd.kind, 'from', upd.old_state, 'to', upd.state)
@@ -92,9 +86,7 @@ FROM upd ORDER BY upd.id`,
       (s) => `SELECT ((SELECT count(*) FROM ${s}.jobs WHERE ${FILTER} AND state::text = ANY($6::text[]))
         + (SELECT count(*) FROM ${s}.jobs_history WHERE ${FILTER} AND state::text = ANY($6::text[])))::int AS n`,
     ),
-    get: set.plain<JobRow, [id: string]>(
-      (s) => `(SELECT ${JOB_COLUMNS} FROM ${s}.jobs WHERE id = $1) UNION ALL (SELECT ${JOB_COLUMNS} FROM ${s}.jobs_history WHERE id = $1) LIMIT 1`,
-    ),
+    get: set.plain<JobRow, [id: string]>((s) => `(SELECT ${JOB_COLUMNS} FROM ${s}.jobs WHERE id = $1) UNION ALL (SELECT ${JOB_COLUMNS} FROM ${s}.jobs_history WHERE id = $1) LIMIT 1`),
     // A retry of finished jobs brings them back from the history into `jobs` first (where the
     // retry statement then finds them), up to $7, lowest ids first like the retry itself.
     restore: set.plain<{ n: number }, [...FilterParams, states: readonly string[], limit: number]>(
@@ -120,14 +112,8 @@ SELECT count(*)::int AS n FROM back`,
       `state = 'cancelled', finished_at = now(), reason = coalesce('cancelled: ' || $7, 'cancelled'),
        lease_owner = NULL, lease_expires_at = NULL`,
     ),
-    'resolve-completed': change(
-      'resolve-completed',
-      `state = 'completed', finished_at = now(), reason = coalesce('resolved as completed: ' || $7, 'resolved as completed')`,
-    ),
-    'resolve-failed': change(
-      'resolve-failed',
-      `state = 'discarded', finished_at = now(), reason = coalesce('resolved as failed: ' || $7, 'resolved as failed')`,
-    ),
+    'resolve-completed': change('resolve-completed', `state = 'completed', finished_at = now(), reason = coalesce('resolved as completed: ' || $7, 'resolved as completed')`),
+    'resolve-failed': change('resolve-failed', `state = 'discarded', finished_at = now(), reason = coalesce('resolved as failed: ' || $7, 'resolved as failed')`),
     'resolve-retry': change(
       'resolve-retry',
       `state = 'available', run_at = now(), finished_at = NULL, reason = NULL,
@@ -254,15 +240,7 @@ export class JobAdminQueries {
 
   /** Applies an admin action to the jobs matching `filter` (at most `limit`), with one audit row each. */
   change(p: { action: AdminAction; filter: JobFilter; who: Who; limit: number; db?: Executor }): Promise<ChangedRow[]> {
-    return runReleasingKeys(p.db ?? this.pool, this.st[p.action], [
-      ...filterValues(p.filter),
-      p.who.actor,
-      p.who.reason,
-      p.limit,
-      this.channels.jobs,
-      ADMIN_FROM[p.action],
-      this.channels.control,
-    ]);
+    return runReleasingKeys(p.db ?? this.pool, this.st[p.action], [...filterValues(p.filter), p.who.actor, p.who.reason, p.limit, this.channels.jobs, ADMIN_FROM[p.action], this.channels.control]);
   }
 
   /** The job holding the active-scope dedupe key of job `id`, if another one does. */

@@ -72,9 +72,7 @@ RETURNING expires_at`,
     ),
     // Release on shutdown: expire the lease now, so the next contender takes it at once. Guarded
     // by the token, so a holder that was already replaced cannot cut its successor's term short.
-    release: set.plain<never, [name: string, token: string]>(
-      (s) => `UPDATE ${s}.leases SET expires_at = now() WHERE name = $1 AND token = $2::bigint AND expires_at > now()`,
-    ),
+    release: set.plain<never, [name: string, token: string]>((s) => `UPDATE ${s}.leases SET expires_at = now() WHERE name = $1 AND token = $2::bigint AND expires_at > now()`),
     // Fences the caller's transaction (see assert_lease in 0002_leadership.sql).
     assert: set.named<unknown, [name: string, token: string]>('lease_assert', (s) => `SELECT ${s}.assert_lease($1, $2::bigint)`),
     check: set.named<{ ok: boolean }, [name: string, token: string]>('lease_check', (s) => `SELECT ${s}.lease_check($1, $2::bigint) AS ok`),

@@ -197,9 +197,7 @@ export async function assertMigrated(db: Executor, schema: string): Promise<{ ne
   const [row] =
     have === 0
       ? [{ n: 0 }]
-      : await run(db, sql<{ n: number }, [versions: number[]]>(`SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.migrations WHERE version = ANY($1::int[])`), [
-          migrations().map((m) => m.version),
-        ]);
+      : await run(db, sql<{ n: number }, [versions: number[]]>(`SELECT count(*)::int AS n FROM ${quoteIdent(schema)}.migrations WHERE version = ANY($1::int[])`), [migrations().map((m) => m.version)]);
   if (have < want || (row?.n ?? 0) < migrations().length) throw new NotMigratedError(schema, have, want);
   return { newer: [] };
 }

@@ -1,13 +1,5 @@
 import pg from 'pg';
-import {
-  DatabaseError,
-  FencedError,
-  NightshiftError,
-  OptionsInvalidError,
-  PayloadInvalidError,
-  PayloadTooLargeError,
-  UnknownKindError,
-} from '../errors.js';
+import { DatabaseError, FencedError, NightshiftError, OptionsInvalidError, PayloadInvalidError, PayloadTooLargeError, UnknownKindError } from '../errors.js';
 
 interface PgErrorLike {
   code?: string;

@@ -53,10 +53,7 @@ SELECT q.name FROM unnest($1::text[]) AS q(name)
 WHERE EXISTS (SELECT 1 FROM ${s}.jobs j WHERE j.state = 'available' AND j.queue = q.name AND j.run_at <= now() AND j.kind = ANY($2::text[]))
   AND NOT EXISTS (SELECT 1 FROM ${s}.queues p WHERE p.name = q.name AND p.paused)`,
     ),
-    registerKinds: set.plain<
-      never,
-      [kinds: string[], queues: string[], priorities: number[], maxAttempts: number[], atMostOnce: boolean[], dedupeScopes: string[], dedupeWithinMs: (number | null)[]]
-    >(
+    registerKinds: set.plain<never, [kinds: string[], queues: string[], priorities: number[], maxAttempts: number[], atMostOnce: boolean[], dedupeScopes: string[], dedupeWithinMs: (number | null)[]]>(
       (s) => `
 INSERT INTO ${s}.kinds (kind, queue, priority, max_attempts, at_most_once, dedupe_scope, dedupe_within_ms, updated_at)
 SELECT * , now() FROM unnest($1::text[], $2::text[], $3::smallint[], $4::int[], $5::bool[], $6::text[], $7::bigint[])

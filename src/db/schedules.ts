@@ -83,9 +83,7 @@ WHERE (c.spec, c.job_kind) IS DISTINCT FROM (EXCLUDED.spec, EXCLUDED.job_kind)`,
     ),
     // Operator actions create a missing row but never change the timing in force: a CLI with an
     // older config must not take a schedule over from the fleet.
-    ensure: set.plain<never, [name: string, spec: string, kind: string]>(
-      (s) => `INSERT INTO ${s}.schedules (name, spec, job_kind) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`,
-    ),
+    ensure: set.plain<never, [name: string, spec: string, kind: string]>((s) => `INSERT INTO ${s}.schedules (name, spec, job_kind) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING`),
     // The ticker's poll: one cheap read of every schedule it runs, with the database clock.
     overview: set.named<ScheduleStateRow, [names: readonly string[]]>(
       'schedule_overview',

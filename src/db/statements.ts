@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { quoteIdent } from './identifiers.js';
 import type { Statement } from './executor.js';
+import { quoteIdent } from './identifiers.js';
 
 /**
  * When nightshift names its statements (so the server parses and plans them once per connection):

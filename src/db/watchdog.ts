@@ -176,9 +176,7 @@ export function watchdogStatements(set: StatementSet) {
         SELECT ${ALERT_COLUMNS} FROM u`,
     ),
     // Served by the partial unique index of open alerts.
-    openCounts: set.plain<OpenAlertCount, []>(
-      (s) => `SELECT check_name, level, count(*)::int AS count FROM ${s}.alerts WHERE resolved_at IS NULL GROUP BY 1, 2`,
-    ),
+    openCounts: set.plain<OpenAlertCount, []>((s) => `SELECT check_name, level, count(*)::int AS count FROM ${s}.alerts WHERE resolved_at IS NULL GROUP BY 1, 2`),
     now: set.plain<{ now: Date }, []>(() => `SELECT clock_timestamp() AS now`),
   };
 }

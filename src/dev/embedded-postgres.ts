@@ -100,7 +100,10 @@ function reasonFrom(lines: readonly string[], err: unknown): string {
   const text = lines.join('\n');
   const telling = text.split('\n').filter((l) => /FATAL|ERROR|PANIC|could not|No such file|Permission denied|initdb:/i.test(l));
   const own = err instanceof Error ? err.message.split('ERROR OUTPUT:')[0]!.trim() : '';
-  const quoted = (telling.length ? telling : text.split('\n').filter(Boolean).slice(-5)).map((l) => l.trim()).slice(-6).join(' | ');
+  const quoted = (telling.length ? telling : text.split('\n').filter(Boolean).slice(-5))
+    .map((l) => l.trim())
+    .slice(-6)
+    .join(' | ');
   return [own, quoted].filter(Boolean).join(': ') || 'the server exited without saying why';
 }
 
@@ -147,12 +150,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
       persistent: true,
       createPostgresUser: isRoot,
       initdbFlags: ['--encoding=UTF8', '--no-sync'],
-      postgresFlags: [
-        '-c', 'listen_addresses=127.0.0.1',
-        '-c', 'unix_socket_directories=',
-        '-c', 'max_connections=300',
-        ...(options.flags ?? []),
-      ],
+      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300', ...(options.flags ?? [])],
       onLog: onLine,
       onError: onLine,
     });

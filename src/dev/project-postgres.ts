@@ -184,11 +184,12 @@ async function initdb(bin: string, dataDir: string, owner: { uid?: number; gid?:
 /** Starts the server in its own process group (a terminal's Ctrl-C goes to `dev`, which stops the server last). */
 async function start(bin: string, dataDir: string, port: number, owner: { uid?: number; gid?: number }, log?: (line: string) => void): Promise<ChildProcess> {
   const lines: string[] = [];
-  const child = spawn(
-    bin,
-    ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=100', '-c', 'lc_messages=C'],
-    { ...owner, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },
-  );
+  const child = spawn(bin, ['-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=100', '-c', 'lc_messages=C'], {
+    ...owner,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LC_MESSAGES: 'C' },
+  });
   collect(child, lines, log);
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
@@ -222,10 +223,7 @@ async function start(bin: string, dataDir: string, port: number, owner: { uid?: 
  * lock, its `postmaster.pid`, its server still running) is cleaned up. The port of the last run
  * is reused when it is free, so the URL stays the same. The server's output goes to `log`.
  */
-export async function openProjectPostgres(
-  dir: string,
-  options: { port?: number; log?: (line: string) => void; note: (message: string) => void },
-): Promise<ProjectPostgres> {
+export async function openProjectPostgres(dir: string, options: { port?: number; log?: (line: string) => void; note: (message: string) => void }): Promise<ProjectPostgres> {
   const bins = await binaries();
   mkdirSync(dir, { recursive: true });
   const release = lock(dir);

@@ -1,5 +1,5 @@
 /** Errors of input: definitions, options, payloads and names that are not right. */
-import { NightshiftError, formatIssues, type Issue } from './base.js';
+import { formatIssues, NightshiftError, type Issue } from './base.js';
 import { closest, knownHint } from './suggest.js';
 
 /** The configuration (of the client, a job, a schedule, a config file) is invalid. */
@@ -88,11 +88,9 @@ export class UnknownRoleError extends NightshiftError {
 /** Required environment variables are missing: start-up fails closed. */
 export class MissingEnvError extends NightshiftError {
   constructor(missing: readonly { name: string; requiredBy: string[] }[]) {
-    super(
-      'NS_MISSING_ENV',
-      `missing required environment variable${missing.length > 1 ? 's' : ''}:\n${missing.map((m) => `  - ${m.name} (required by ${m.requiredBy.join(', ')})`).join('\n')}`,
-      { hint: 'set them in the environment of this process, or run it without the roles that need them' },
-    );
+    super('NS_MISSING_ENV', `missing required environment variable${missing.length > 1 ? 's' : ''}:\n${missing.map((m) => `  - ${m.name} (required by ${m.requiredBy.join(', ')})`).join('\n')}`, {
+      hint: 'set them in the environment of this process, or run it without the roles that need them',
+    });
   }
 }
 

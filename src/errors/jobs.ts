@@ -74,7 +74,10 @@ export class DrainLimitError extends NightshiftError {
   ) {
     const byKind = new Map<string, number>();
     for (const r of ran) byKind.set(r.kind, (byKind.get(r.kind) ?? 0) + 1);
-    const kinds = [...byKind].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} × ${n}`).join(', ');
+    const kinds = [...byKind]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, n]) => `${k} × ${n}`)
+      .join(', ');
     super('NS_DRAIN_LIMIT', `drain ran ${maxJobs} jobs and more were still due (ran: ${kinds})`, {
       hint: 'a job that enqueues itself without end never drains: fix the job, or pass a larger maxJobs for a long chain',
     });

@@ -30,10 +30,18 @@ export class DevBusyError extends NightshiftError {
 /** A port to serve on (`--metrics-port`, `serveOps`) is taken, not allowed, or not an address of this machine. */
 export class PortUnavailableError extends NightshiftError {
   constructor(host: string, port: number, errno: string | undefined, cause: unknown) {
-    const why = errno === 'EADDRINUSE' ? 'is in use by another process' : errno === 'EACCES' ? 'needs privileges this process lacks' : errno === 'EADDRNOTAVAIL' ? 'is not an address of this machine' : `cannot be listened on (${errno ?? 'unknown error'})`;
+    const why =
+      errno === 'EADDRINUSE'
+        ? 'is in use by another process'
+        : errno === 'EACCES'
+          ? 'needs privileges this process lacks'
+          : errno === 'EADDRNOTAVAIL'
+            ? 'is not an address of this machine'
+            : `cannot be listened on (${errno ?? 'unknown error'})`;
     super('NS_PORT_UNAVAILABLE', `${host}:${port} ${why}`, {
       cause,
-      hint: errno === 'EADDRNOTAVAIL' ? 'use an address of this machine (--metrics-host), e.g. 127.0.0.1 or 0.0.0.0' : 'choose another port (--metrics-port; 0 picks a free one), or stop the process that holds it',
+      hint:
+        errno === 'EADDRNOTAVAIL' ? 'use an address of this machine (--metrics-host), e.g. 127.0.0.1 or 0.0.0.0' : 'choose another port (--metrics-port; 0 picks a free one), or stop the process that holds it',
     });
   }
 }
@@ -49,7 +57,7 @@ export class DashboardNoAuthError extends NightshiftError {
       hint:
         via === 'cli'
           ? 'configure dashboard.auth in nightshift.config.ts (basic users, bearer tokens or your own function; docs/dashboard.md), or bind to 127.0.0.1 (the default; --host, dashboard.host)'
-          : 'pass auth to createDashboard(ns, { auth }) (basic users, bearer tokens or your own function; docs/dashboard.md), or serve it on 127.0.0.1 (serveDashboard\'s default host)',
+          : "pass auth to createDashboard(ns, { auth }) (basic users, bearer tokens or your own function; docs/dashboard.md), or serve it on 127.0.0.1 (serveDashboard's default host)",
     });
   }
 }

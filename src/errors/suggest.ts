@@ -46,7 +46,10 @@ export function knownHint(name: string, known: readonly string[], plural: string
 
 /** An issue for an unknown option key, with a did-you-mean when one is close. */
 export function unknownKey(key: string, known: readonly string[]): Issue {
-  const best = closest(key.split('.').at(-1) ?? key, known.map((k) => k.split('.').at(-1) ?? k));
+  const best = closest(
+    key.split('.').at(-1) ?? key,
+    known.map((k) => k.split('.').at(-1) ?? k),
+  );
   return {
     path: key,
     message: best ? `unknown option; did you mean "${best}"?` : `unknown option; known options: ${known.join(', ')}`,

@@ -1,12 +1,12 @@
-import { ConfigError, unknownKey, type Issue } from '../errors.js';
-import { retentionIssues } from './retention.js';
 import type { Executor } from '../db/executor.js';
-import type { Backoff } from './retry-policy.js';
-import type { JobControl } from './job-control.js';
-import { isPayloadSchema, type PayloadSchema, type SchemaInput, type SchemaOutput } from './standard-schema.js';
+import { ConfigError, unknownKey, type Issue } from '../errors.js';
 import type { EnqueueOptions, EnqueueResult } from './enqueue-options.js';
-import { nameProblem } from './names.js';
+import type { JobControl } from './job-control.js';
 import { resolveLimits, type ConcurrencyLimit, type OneOrMany, type RateLimit, type ResolvedLimit } from './limits.js';
+import { nameProblem } from './names.js';
+import { retentionIssues } from './retention.js';
+import type { Backoff } from './retry-policy.js';
+import { isPayloadSchema, type PayloadSchema, type SchemaInput, type SchemaOutput } from './standard-schema.js';
 
 /** Delivery guarantee of a kind. */
 export type Delivery = 'at-least-once' | 'at-most-once';
@@ -166,9 +166,7 @@ export function requiredEnvProblems(value: unknown, path: string): Issue[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) return [{ path, message: 'must be an array of environment variable names' }];
   return value.flatMap((v, i) =>
-    typeof v === 'string' && ENV_NAME.test(v)
-      ? []
-      : [{ path: `${path}.${i}`, message: `${JSON.stringify(v)} is not an environment variable name (letters, digits and _, not starting with a digit)` }],
+    typeof v === 'string' && ENV_NAME.test(v) ? [] : [{ path: `${path}.${i}`, message: `${JSON.stringify(v)} is not an environment variable name (letters, digits and _, not starting with a digit)` }],
   );
 }
 
@@ -249,7 +247,13 @@ function backoffProblems(b: unknown): Issue[] {
   const issues: Issue[] = [];
   const keys = ['initialMs', 'factor', 'maxMs', 'jitter'];
   for (const [k, v] of Object.entries(b)) {
-    if (!keys.includes(k)) issues.push(unknownKey(`backoff.${k}`, keys.map((x) => `backoff.${x}`)));
+    if (!keys.includes(k))
+      issues.push(
+        unknownKey(
+          `backoff.${k}`,
+          keys.map((x) => `backoff.${x}`),
+        ),
+      );
     else if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) issues.push({ path: `backoff.${k}`, message: 'must be a finite number ≥ 0' });
     else if (k === 'jitter' && v > 1) issues.push({ path: 'backoff.jitter', message: 'must be between 0 and 1' });
     else if (k === 'factor' && v < 1) issues.push({ path: 'backoff.factor', message: 'must be ≥ 1' });

@@ -1,6 +1,6 @@
-import { OptionsInvalidError, unknownKey, type Issue } from '../errors.js';
 import { isExecutor, type Executor } from '../db/executor.js';
 import type { JobInsertRow } from '../db/jobs-insert.js';
+import { OptionsInvalidError, unknownKey, type Issue } from '../errors.js';
 import { scopeName, type JobDefinition } from './define-job.js';
 import { nameProblem } from './names.js';
 
@@ -45,20 +45,7 @@ export interface EnqueueResult {
   throttled?: true;
 }
 
-const OPTION_KEYS = [
-  'runAt',
-  'delayMs',
-  'priority',
-  'queue',
-  'maxAttempts',
-  'expiresAt',
-  'maxAgeMs',
-  'dedupeKey',
-  'debounceMs',
-  'throttleMs',
-  'db',
-  'traceContext',
-];
+const OPTION_KEYS = ['runAt', 'delayMs', 'priority', 'queue', 'maxAttempts', 'expiresAt', 'maxAgeMs', 'dedupeKey', 'debounceMs', 'throttleMs', 'db', 'traceContext'];
 
 /** 100 years: beyond that a delay is a bug, and the database's interval arithmetic overflows later. */
 const MAX_DELAY_MS = 100 * 365 * 24 * 3_600_000;

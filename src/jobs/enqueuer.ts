@@ -1,15 +1,15 @@
-import type { JobInsertResult, JobInsertRow } from '../db/jobs-insert.js';
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
+import type { JobInsertResult, JobInsertRow } from '../db/jobs-insert.js';
 import { OptionsInvalidError, StoppedError } from '../errors.js';
 import type { EventBus } from '../telemetry/events.js';
+import { endProducerSpan, startProducerSpan } from '../telemetry/tracing.js';
 import type { JobDefinition } from './define-job.js';
 import { resolveEnqueueOptions, type EnqueueOptions, type EnqueueResult, type ResolvedEnqueue } from './enqueue-options.js';
 import { InsertBatcher } from './insert-batcher.js';
 import { kindRow, type JobRegistry } from './job-registry.js';
 import { limitKeys } from './limits.js';
 import { serialisePayload, serialiseWithOutput, toJson } from './payload.js';
-import { endProducerSpan, startProducerSpan } from '../telemetry/tracing.js';
 
 /** Options for one payload of a bulk enqueue: shared, or computed per payload. */
 export type EnqueueManyOptions<P> = EnqueueOptions | ((payload: P, index: number) => EnqueueOptions);

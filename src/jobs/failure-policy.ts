@@ -11,13 +11,7 @@ import { backoffDelay, clampDelay } from './retry-policy.js';
  * threw, since it may have acted; otherwise the attempt is retried with back-off until
  * `maxAttempts`, then discarded with its history.
  */
-export function decideFailure(
-  def: JobDefinition,
-  attempt: number,
-  maxAttempts: number,
-  err: unknown,
-  errorKind: 'error' | 'timeout' = 'error',
-): FailOutcome {
+export function decideFailure(def: JobDefinition, attempt: number, maxAttempts: number, err: unknown, errorKind: 'error' | 'timeout' = 'error'): FailOutcome {
   const at = new Date().toISOString();
   const d = describeError(err);
   if (isJobControl(err) && err.action === 'retry') {

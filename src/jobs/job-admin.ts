@@ -1,14 +1,14 @@
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
-import type { JobSearch } from '../db/jobs-search.js';
+import { JOB_STATES, toJobRecord, type JobRecord, type JobState } from '../db/job-row.js';
 import type { JobStatsPoint } from '../db/job-stats.js';
 import { ADMIN_FROM, type AdminAction, type ChangedRow, type JobFilter, type StatsRecord } from '../db/jobs-admin.js';
-import type { JobDefinition } from './define-job.js';
-import { JOB_STATES, toJobRecord, type JobRecord, type JobState } from '../db/job-row.js';
+import type { JobSearch } from '../db/jobs-search.js';
 import type { AuditRecord, QueueRecord } from '../db/queues.js';
 import { DedupeConflictError, InvalidTransitionError, JobNotFoundError, OptionsInvalidError, type Issue } from '../errors.js';
-import { cleanText } from './error-text.js';
 import type { EventBus } from '../telemetry/events.js';
+import type { JobDefinition } from './define-job.js';
+import { cleanText } from './error-text.js';
 import { nameProblem } from './names.js';
 
 /** Who does an admin action and why; written to the audit log. */
@@ -121,7 +121,10 @@ function checkSearch(o: SearchJobsOptions): JobSearch {
   if (o.payload !== undefined && (typeof o.payload !== 'object' || o.payload === null || Array.isArray(o.payload))) {
     issues.push({ path: 'payload', message: 'must be an object of the fields to match' });
   }
-  for (const [path, d] of [['createdAfter', o.createdAfter], ['createdBefore', o.createdBefore]] as const) {
+  for (const [path, d] of [
+    ['createdAfter', o.createdAfter],
+    ['createdBefore', o.createdBefore],
+  ] as const) {
     if (d !== undefined && !(d instanceof Date && !Number.isNaN(d.getTime()))) issues.push({ path, message: 'must be a valid Date' });
   }
   const window = o.window ?? 100_000;

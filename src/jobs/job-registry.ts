@@ -1,5 +1,5 @@
-import { DuplicateKindError, UnknownKindError } from '../errors.js';
 import type { KindRow } from '../db/queues.js';
+import { DuplicateKindError, UnknownKindError } from '../errors.js';
 import { scopeName, type JobDefinition } from './define-job.js';
 
 /** The job kinds a client knows, by kind. */

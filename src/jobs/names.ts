@@ -8,4 +8,3 @@ export function nameProblem(value: unknown): string | undefined {
   if (!NAME_PATTERN.test(value)) return `"${value.length > 60 ? `${value.slice(0, 60)}…` : value}" is not allowed: ${NAME_RULE}`;
   return undefined;
 }
-

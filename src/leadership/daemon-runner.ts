@@ -4,8 +4,8 @@ import type { Clock } from '../lifecycle/clock.js';
 import { BaseService } from '../lifecycle/service.js';
 import { EventBus } from '../telemetry/events.js';
 import { createLogger, type Logger } from '../telemetry/logger.js';
-import { missingEnv, type DaemonDefinition } from './define-daemon.js';
 import { DaemonSupervisor, type DaemonStatus } from './daemon-supervisor.js';
+import { missingEnv, type DaemonDefinition } from './define-daemon.js';
 import { defaultHolder } from './elector-options.js';
 
 export type { DaemonStatus } from './daemon-supervisor.js';

@@ -1,9 +1,9 @@
 import type { Database } from '../db/database.js';
-import { FencedError, LeadershipLostError, NightshiftError } from '../errors.js';
 import type { Executor } from '../db/executor.js';
+import { FencedError, LeadershipLostError, NightshiftError } from '../errors.js';
+import { describeError } from '../jobs/error-text.js';
 import { sleep, type Clock, type Timer } from '../lifecycle/clock.js';
 import { BaseService } from '../lifecycle/service.js';
-import { describeError } from '../jobs/error-text.js';
 import type { EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { DaemonContext, DaemonDefinition } from './define-daemon.js';
@@ -103,10 +103,7 @@ export class DaemonSupervisor extends BaseService {
     const timeoutMs = this.s.stopTimeoutMs;
     this.shutdown.abort(new NightshiftError('NS_SHUTDOWN', `daemon "${this.daemon.name}" stopping: the process is shutting down`));
     let timer: Timer | undefined;
-    const finished = await Promise.race([
-      this.runs.then(() => true),
-      new Promise<false>((resolve) => (timer = this.clock.setTimeout(() => resolve(false), timeoutMs))),
-    ]);
+    const finished = await Promise.race([this.runs.then(() => true), new Promise<false>((resolve) => (timer = this.clock.setTimeout(() => resolve(false), timeoutMs)))]);
     this.clock.clearTimeout(timer);
     if (!finished) {
       this.s.logger.warn({ daemon: this.daemon.name, timeoutMs }, 'daemon run did not return after its signal aborted; leaving its lease to expire');

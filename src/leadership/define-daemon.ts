@@ -1,7 +1,7 @@
 import type { Executor } from '../db/executor.js';
 import { ConfigError, unknownKey, type Issue } from '../errors.js';
-import { nameProblem } from '../jobs/names.js';
 import { requiredEnvProblems } from '../jobs/define-job.js';
+import { nameProblem } from '../jobs/names.js';
 import type { Logger } from '../telemetry/logger.js';
 
 /** What a daemon's `run` receives: its term of leadership and the means to fence its writes. */

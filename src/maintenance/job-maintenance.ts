@@ -1,9 +1,9 @@
 import type { Database } from '../db/database.js';
-import { OptionsInvalidError } from '../errors.js';
 import type { JobState } from '../db/job-row.js';
-import type { EventBus } from '../telemetry/events.js';
+import { OptionsInvalidError } from '../errors.js';
 import type { KindRetention } from '../jobs/define-job.js';
 import { retentionIssues } from '../jobs/retention.js';
+import type { EventBus } from '../telemetry/events.js';
 
 /** How long finished jobs are kept, per state, in ms. `false` keeps them forever. */
 export type Retention = Partial<Record<'completed' | 'discarded' | 'cancelled' | 'expired', number | false>>;

@@ -53,10 +53,5 @@ export interface ArtifactStore {
 /** Whether a value looks like an ArtifactStore. */
 export function isArtifactStore(value: unknown): value is ArtifactStore {
   const s = value as Partial<ArtifactStore> | null;
-  return (
-    typeof s === 'object' &&
-    s !== null &&
-    typeof s.kind === 'string' &&
-    ['stage', 'publish', 'read', 'archive', 'remove'].every((m) => typeof (s as Record<string, unknown>)[m] === 'function')
-  );
+  return typeof s === 'object' && s !== null && typeof s.kind === 'string' && ['stage', 'publish', 'read', 'archive', 'remove'].every((m) => typeof (s as Record<string, unknown>)[m] === 'function');
 }

@@ -1,5 +1,5 @@
-import { ConfigError, unknownKey, type Issue } from '../errors.js';
 import type { Executor } from '../db/executor.js';
+import { ConfigError, unknownKey, type Issue } from '../errors.js';
 import { defineJob, type JobDefinition } from '../jobs/define-job.js';
 import { nameProblem } from '../jobs/names.js';
 import type { Backoff } from '../jobs/retry-policy.js';
@@ -326,22 +326,32 @@ class Pipeline {
     if (typeof name !== 'string' || !NAME.test(name)) issues.push({ path: 'steps', message: `step name ${JSON.stringify(name)} is not allowed: 1 to 60 letters, digits, _ . -` });
     else if (this.spec.steps.some((s) => s.name === name)) issues.push({ path: `steps.${name}`, message: 'a step of this name exists already' });
     const kind = `pipeline:${this.name}:${String(name)}`;
-    if (typeof name === 'string' && NAME.test(name) && nameProblem(kind)) issues.push({ path: `steps.${name}`, message: `the step's job kind "${kind}" is longer than 128 characters: shorten the pipeline or step name` });
+    if (typeof name === 'string' && NAME.test(name) && nameProblem(kind))
+      issues.push({ path: `steps.${name}`, message: `the step's job kind "${kind}" is longer than 128 characters: shorten the pipeline or step name` });
     if (typeof run !== 'function') issues.push({ path: `${where}run`, message: map ? 'must be a function (ctx, item) => output' : 'must be a function (ctx) => output' });
     const o = (typeof options === 'object' && options !== null ? options : {}) as Record<string, unknown>;
     if (typeof options !== 'object' || options === null) issues.push({ path: `${where}options`, message: 'must be an object' });
     const keys = map ? MAP_KEYS : STEP_KEYS;
-    for (const k of Object.keys(o)) if (!keys.includes(k)) issues.push(unknownKey(`${where}${k}`, keys.map((x) => `${where}${x}`)));
+    for (const k of Object.keys(o))
+      if (!keys.includes(k))
+        issues.push(
+          unknownKey(
+            `${where}${k}`,
+            keys.map((x) => `${where}${x}`),
+          ),
+        );
     const needs = o.needs ?? [];
     if (!Array.isArray(needs)) issues.push({ path: `${where}needs`, message: 'must be an array of earlier steps' });
     else {
       const known = this.spec.steps.map((s) => s.name);
       needs.forEach((n, i) => {
-        if (typeof n !== 'string' || !known.includes(n)) issues.push({ path: `${where}needs.${i}`, message: `${JSON.stringify(n)} is not an earlier step${known.length ? ` (earlier steps: ${known.join(', ')})` : ''}` });
+        if (typeof n !== 'string' || !known.includes(n))
+          issues.push({ path: `${where}needs.${i}`, message: `${JSON.stringify(n)} is not an earlier step${known.length ? ` (earlier steps: ${known.join(', ')})` : ''}` });
       });
       if (new Set(needs).size !== needs.length) issues.push({ path: `${where}needs`, message: 'names a step twice' });
     }
-    if (o.optional !== undefined && o.optional !== true && o.optional !== false && o.optional !== 'skip-dependents') issues.push({ path: `${where}optional`, message: "must be true, false or 'skip-dependents'" });
+    if (o.optional !== undefined && o.optional !== true && o.optional !== false && o.optional !== 'skip-dependents')
+      issues.push({ path: `${where}optional`, message: "must be true, false or 'skip-dependents'" });
     if (o.effect !== undefined && typeof o.effect !== 'boolean') issues.push({ path: `${where}effect`, message: 'must be true or false' });
     if (o.queue !== undefined && nameProblem(o.queue)) issues.push({ path: `${where}queue`, message: nameProblem(o.queue)! });
     const settings = stepSettings(o, where, issues);
@@ -378,7 +388,10 @@ export interface PipelineLike {
 
 /** Whether a value is a pipeline made by {@link definePipeline}. */
 export function isPipelineDefinition(value: unknown): value is PipelineLike {
-  return value instanceof Pipeline || (typeof value === 'object' && value !== null && typeof (value as { spec?: { starter?: unknown } }).spec?.starter === 'object' && typeof (value as { step?: unknown }).step === 'function');
+  return (
+    value instanceof Pipeline ||
+    (typeof value === 'object' && value !== null && typeof (value as { spec?: { starter?: unknown } }).spec?.starter === 'object' && typeof (value as { step?: unknown }).step === 'function')
+  );
 }
 
 /** The graph a run of this pipeline freezes when it starts. */

@@ -1,8 +1,8 @@
 import type { Database } from '../db/database.js';
 import { DuplicateKindError, OptionsInvalidError } from '../errors.js';
 import { defineJob, type JobDefinition } from '../jobs/define-job.js';
-import { discard } from '../jobs/job-control.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
+import { discard } from '../jobs/job-control.js';
 import { defineDaemon, type DaemonDefinition } from '../leadership/define-daemon.js';
 import type { EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';

@@ -95,7 +95,18 @@ export interface PipelineRunDetail extends PipelineRun {
   artifacts: PipelineArtifactInfo[];
   followUps: { generation: number; name: string; jobId: string | null; error: string | null; createdAt: Date }[];
   /** Rows of earlier generations (restarts). */
-  history: { generation: number; step: string; item: string; state: string; attempts: number; jobId: string | null; outputBytes: number | null; error: Record<string, unknown> | null; startedAt: Date | null; finishedAt: Date | null }[];
+  history: {
+    generation: number;
+    step: string;
+    item: string;
+    state: string;
+    attempts: number;
+    jobId: string | null;
+    outputBytes: number | null;
+    error: Record<string, unknown> | null;
+    startedAt: Date | null;
+    finishedAt: Date | null;
+  }[];
 }
 
 /** Filters of {@link PipelineQueries.listRuns}. */
@@ -289,4 +300,3 @@ function toArtifact(a: ArtifactRow): PipelineArtifactInfo {
     verifiedAt: a.verified_at,
   };
 }
-

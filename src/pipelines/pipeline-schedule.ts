@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError, UnknownPipelineError, unknownKey } from '../errors.js';
+import { ConfigError, unknownKey, UnknownPipelineError } from '../errors.js';
 import { defineJob, type JobDefinition } from '../jobs/define-job.js';
 import { defineSchedule, type CatchUp, type Overlap, type ScheduleDefinition, type ScheduleTick } from '../schedules/define-schedule.js';
 
@@ -57,7 +57,9 @@ const KEYS = ['name', 'cron', 'every', 'tz', 'key', 'input', 'catchUp', 'overlap
 /** A schedule whose ticks enqueue the pipeline's starter with the key (and input) built from each tick. */
 export function pipelineSchedule(spec: { name: string; starter: JobDefinition }, options: PipelineScheduleOptions<string, unknown>): ScheduleDefinition {
   const o = (options ?? {}) as unknown as Record<string, unknown>;
-  const issues = Object.keys(o).filter((k) => !KEYS.includes(k)).map((k) => unknownKey(k, KEYS));
+  const issues = Object.keys(o)
+    .filter((k) => !KEYS.includes(k))
+    .map((k) => unknownKey(k, KEYS));
   if (typeof o.key !== 'function') issues.push({ path: 'key', message: 'must be a function (tick) => key, e.g. ({ at }) => dayId(at)' });
   if (o.input !== undefined && typeof o.input !== 'function') issues.push({ path: 'input', message: 'must be a function (tick) => input' });
   if (issues.length) throw new ConfigError(`schedule of pipeline "${spec.name}"`, issues);

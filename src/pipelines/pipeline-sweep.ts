@@ -72,9 +72,7 @@ export class PipelineSweep {
       if (!row || row.job_id !== jobId || (row.state !== 'ready' && row.state !== 'running')) return false;
       const job = await this.c.pipelines.maintenance.jobStateLocked({ tx, jobId });
       if (job && ['available', 'running', 'held'].includes(job.state)) return false;
-      const message = job
-        ? `its job ${jobId} ended ${job.state} without recording the step${job.reason ? `: ${job.reason}` : ''}`
-        : `its job ${jobId} is gone (deleted) without recording the step`;
+      const message = job ? `its job ${jobId} ended ${job.state} without recording the step${job.reason ? `: ${job.reason}` : ''}` : `its job ${jobId} is gone (deleted) without recording the step`;
       return this.transitions.stepFailed(tx, run, { runId: run.id, step: s.step, item: s.item, jobId }, { message }, fx);
     });
     await this.runner.after(fx);

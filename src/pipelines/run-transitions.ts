@@ -3,7 +3,7 @@ import type { RunRow } from '../db/pipelines-runs.js';
 import { STEP_DONE, type StepRef, type StepState } from '../db/pipelines-steps.js';
 import { cleanText } from '../jobs/error-text.js';
 import type { FinishedRun, PipelineSpec } from './define-pipeline.js';
-import type { EngineContext, Effects } from './engine-context.js';
+import type { Effects, EngineContext } from './engine-context.js';
 import { graphStep, readGraph, type FrozenGraph, type GraphStep } from './graph.js';
 
 /** A step's error as stored and shown to dependents. */

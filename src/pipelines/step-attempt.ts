@@ -102,7 +102,8 @@ export class StepAttempt {
     if (typeof name !== 'string' || !ARTIFACT_NAME.test(name) || name === MANIFEST) {
       issues.push({ path: 'name', message: `${JSON.stringify(name)} is not an artifact name: 1 to 200 letters, digits and _ . = + -, not starting with "." (and not ${MANIFEST})` });
     }
-    if (options.contentType !== undefined && (typeof options.contentType !== 'string' || options.contentType.length > 200)) issues.push({ path: 'contentType', message: 'must be a string of at most 200 characters' });
+    if (options.contentType !== undefined && (typeof options.contentType !== 'string' || options.contentType.length > 200))
+      issues.push({ path: 'contentType', message: 'must be a string of at most 200 characters' });
     if (issues.length) throw new OptionsInvalidError('artifact', issues);
     let bytes: Uint8Array;
     let contentType: string;
@@ -121,10 +122,7 @@ export class StepAttempt {
     if (options.contentType) contentType = options.contentType;
     if (this.staged.some((a) => a.name === name)) throw new PipelineArtifactExistsError(name, this.place.step);
     const p = this.place;
-    const location = await this.store.stage(
-      { pipeline: p.pipeline, key: p.key, runId: p.runId, dryRun: p.dryRun, generation: p.generation, name, jobId: this.job.jobId, attempt: this.job.attempt },
-      bytes,
-    );
+    const location = await this.store.stage({ pipeline: p.pipeline, key: p.key, runId: p.runId, dryRun: p.dryRun, generation: p.generation, name, jobId: this.job.jobId, attempt: this.job.attempt }, bytes);
     if (this.closed) throw new OptionsInvalidError('artifact', [{ path: 'name', message: `attempt ${this.job.attempt} of step "${p.step}" ended while "${name}" was written; it is not recorded` }]);
     const info = { name, sha256: sha256(bytes), size: bytes.byteLength, contentType, location };
     this.staged.push({ name, contentType, sha256: info.sha256, size: info.size, store: this.store.kind, location });

@@ -7,10 +7,10 @@ import { describeError } from '../jobs/error-text.js';
 import { discard, isJobControl } from '../jobs/job-control.js';
 import { toJson } from '../jobs/payload.js';
 import { workerError } from '../telemetry/events.js';
-import type { PipelineSpec, StepSpec } from './define-pipeline.js';
-import { effects, type EngineContext, type Effects } from './engine-context.js';
-import { graphStep, readGraph, type FrozenGraph } from './graph.js';
 import type { ArtifactPublisher } from './artifact-publisher.js';
+import type { PipelineSpec, StepSpec } from './define-pipeline.js';
+import { effects, type Effects, type EngineContext } from './engine-context.js';
+import { graphStep, readGraph, type FrozenGraph } from './graph.js';
 import type { RunTransitions, StepError } from './run-transitions.js';
 import { StepAttempt } from './step-attempt.js';
 

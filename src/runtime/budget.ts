@@ -1,6 +1,6 @@
 import type { Database } from '../db/database.js';
-import { BudgetExceededError } from '../errors.js';
 import type { PgPool } from '../db/pool.js';
+import { BudgetExceededError } from '../errors.js';
 
 /** The connection budget of a process and a fleet against the server's limit. */
 export interface BudgetReport {
@@ -48,9 +48,7 @@ export function poolSize(o: { pool?: PgPool | undefined; maxConnections: number 
 export async function assertBudget(db: Database, o: { pool: number; listener: boolean; replicas: number; maxPerProcess?: number }): Promise<BudgetReport> {
   const report = await connectionBudget(db, o);
   if (o.maxPerProcess !== undefined && report.perProcess.total > o.maxPerProcess) {
-    throw new BudgetExceededError(
-      `this process needs ${report.perProcess.total} connections (pool ${o.pool} + listener ${report.perProcess.listener}), over its budget of ${o.maxPerProcess}`,
-    );
+    throw new BudgetExceededError(`this process needs ${report.perProcess.total} connections (pool ${o.pool} + listener ${report.perProcess.listener}), over its budget of ${o.maxPerProcess}`);
   }
   if (!report.ok) {
     throw new BudgetExceededError(

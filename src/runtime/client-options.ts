@@ -1,25 +1,25 @@
 import { hostname, userInfo } from 'node:os';
 import { z } from 'zod';
-import { closest, ConfigError, unknownKey, type Issue } from '../errors.js';
-import type { PgPool } from '../db/pool.js';
 import { schemaNameProblem } from '../db/identifiers.js';
+import type { PgPool } from '../db/pool.js';
+import { closest, ConfigError, unknownKey, type Issue } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
+import { ENV_NAME } from '../jobs/define-job.js';
 import { isQueueDefinition, type QueueDefinition } from '../jobs/define-queue.js';
 import { limitConflicts } from '../jobs/limits.js';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../jobs/payload.js';
 import { retentionIssues } from '../jobs/retention.js';
-import type { Retention } from '../maintenance/job-maintenance.js';
-import type { Logger } from '../telemetry/logger.js';
-import type { RoleDefinition } from '../roles/role-plan.js';
-import { ENV_NAME } from '../jobs/define-job.js';
 import type { DaemonDefinition } from '../leadership/define-daemon.js';
-import type { ScheduleDefinition } from '../schedules/define-schedule.js';
-import { isStreamDefinition, type StreamDefinition } from '../streams/define-stream.js';
-import { isConsumerDefinition, type ConsumerDefinition } from '../streams/define-consumer.js';
-import { BUILTIN_PREFIX, isCheckDefinition, WATCHDOG_QUEUE, type CheckDefinition } from '../watchdog/define-check.js';
-import { BUILTIN_CHECK_NAMES } from '../watchdog/builtins/index.js';
-import { resolveWatchdogSettings, type WatchdogOptions, type WatchdogSettings } from '../watchdog/watchdog-settings.js';
+import type { Retention } from '../maintenance/job-maintenance.js';
 import { isPipelineDefinition, type PipelineLike } from '../pipelines/define-pipeline.js';
+import type { RoleDefinition } from '../roles/role-plan.js';
+import type { ScheduleDefinition } from '../schedules/define-schedule.js';
+import { isConsumerDefinition, type ConsumerDefinition } from '../streams/define-consumer.js';
+import { isStreamDefinition, type StreamDefinition } from '../streams/define-stream.js';
+import type { Logger } from '../telemetry/logger.js';
+import { BUILTIN_CHECK_NAMES } from '../watchdog/builtins/index.js';
+import { BUILTIN_PREFIX, isCheckDefinition, WATCHDOG_QUEUE, type CheckDefinition } from '../watchdog/define-check.js';
+import { resolveWatchdogSettings, type WatchdogOptions, type WatchdogSettings } from '../watchdog/watchdog-settings.js';
 
 /** Options of {@link createNightshift}. Every field's default is stated. */
 export interface NightshiftOptions {
@@ -153,7 +153,11 @@ const schema = z
     databaseUrl: z.string().min(1).optional(),
     pool: z.custom<PgPool>((v) => typeof v === 'object' && v !== null && typeof (v as { connect?: unknown }).connect === 'function', 'must be a pg Pool').optional(),
     schema: z.string().optional(),
-    jobs: z.array(z.custom<JobDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as JobDefinition).kind === 'string' && typeof (v as JobDefinition).run === 'function', 'must be created with defineJob')).optional(),
+    jobs: z
+      .array(
+        z.custom<JobDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as JobDefinition).kind === 'string' && typeof (v as JobDefinition).run === 'function', 'must be created with defineJob'),
+      )
+      .optional(),
     concurrency: positiveInt(10_000).optional(),
     queues: z.union([z.array(z.string()), z.record(z.string(), z.object({ concurrency: positiveInt(10_000).optional() }).strict())]).optional(),
     queueDefinitions: z.array(z.custom<QueueDefinition>((v) => isQueueDefinition(v), 'must be created with defineQueue')).optional(),
@@ -171,8 +175,16 @@ const schema = z
     retention: z.unknown().optional(),
     listen: z.boolean().optional(),
     preparedStatements: z.union([z.boolean(), z.literal('auto')]).optional(),
-    listenDatabaseUrl: z.string().regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://').optional(),
-    logger: z.custom<Logger>((v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function' && typeof (v as Logger).child === 'function', 'must be a pino logger (or one with info/warn/error/debug/child)').optional(),
+    listenDatabaseUrl: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must start with postgres:// or postgresql://')
+      .optional(),
+    logger: z
+      .custom<Logger>(
+        (v) => typeof v === 'object' && v !== null && typeof (v as Logger).info === 'function' && typeof (v as Logger).child === 'function',
+        'must be a pino logger (or one with info/warn/error/debug/child)',
+      )
+      .optional(),
     actor: z.string().min(1).max(200).optional(),
     redact: z.array(z.string().min(1)).optional(),
     logErrorMessages: z.boolean().optional(),
@@ -196,13 +208,33 @@ const schema = z
       .optional(),
     activeRoles: z.array(z.string().min(1)).optional(),
     requiredEnv: z.array(z.string().regex(ENV_NAME, 'not an environment variable name')).optional(),
-    budget: z.object({ replicas: positiveInt(10_000).optional(), maxConnectionsPerProcess: positiveInt(10_000).optional() }).strict().optional(),
+    budget: z
+      .object({ replicas: positiveInt(10_000).optional(), maxConnectionsPerProcess: positiveInt(10_000).optional() })
+      .strict()
+      .optional(),
     registerProcess: z.boolean().optional(),
-    redisUrl: z.string().regex(/^rediss?:\/\//, 'must start with redis:// or rediss://').optional(),
+    redisUrl: z
+      .string()
+      .regex(/^rediss?:\/\//, 'must start with redis:// or rediss://')
+      .optional(),
     streams: z.array(z.custom<StreamDefinition>((v) => isStreamDefinition(v), 'must be created with defineStream')).optional(),
     consumers: z.array(z.custom<ConsumerDefinition>((v) => isConsumerDefinition(v), 'must be created with defineConsumer')).optional(),
-    schedules: z.array(z.custom<ScheduleDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as ScheduleDefinition).name === 'string' && typeof (v as ScheduleDefinition).spec === 'string', 'must be created with defineSchedule')).optional(),
-    daemons: z.array(z.custom<DaemonDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as DaemonDefinition).name === 'string' && typeof (v as DaemonDefinition).run === 'function', 'must be created with defineDaemon')).optional(),
+    schedules: z
+      .array(
+        z.custom<ScheduleDefinition>(
+          (v) => typeof v === 'object' && v !== null && typeof (v as ScheduleDefinition).name === 'string' && typeof (v as ScheduleDefinition).spec === 'string',
+          'must be created with defineSchedule',
+        ),
+      )
+      .optional(),
+    daemons: z
+      .array(
+        z.custom<DaemonDefinition>(
+          (v) => typeof v === 'object' && v !== null && typeof (v as DaemonDefinition).name === 'string' && typeof (v as DaemonDefinition).run === 'function',
+          'must be created with defineDaemon',
+        ),
+      )
+      .optional(),
     checks: z.array(z.custom<CheckDefinition>((v) => isCheckDefinition(v), 'must be created with defineCheck')).optional(),
     // Validated by resolveWatchdogSettings, which names each field.
     watchdog: z.unknown().optional(),
@@ -271,7 +303,11 @@ export function databaseUrlProblem(url: string): string | undefined {
   } catch {
     return 'is not a valid URL (check the port, and percent-encode special characters in the user and password)';
   }
-  for (const [part, value] of [['user', parsed.username], ['password', parsed.password], ['database', parsed.pathname]] as const) {
+  for (const [part, value] of [
+    ['user', parsed.username],
+    ['password', parsed.password],
+    ['database', parsed.pathname],
+  ] as const) {
     try {
       decodeURIComponent(value);
     } catch {

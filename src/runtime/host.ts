@@ -1,8 +1,10 @@
 import type { Database } from '../db/database.js';
-import { ConfigError, MissingEnvError } from '../errors.js';
+import type { LimitRow } from '../db/limits.js';
 import { Listener } from '../db/listener.js';
+import { ConfigError, MissingEnvError } from '../errors.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
+import { limitRow } from '../jobs/limits.js';
 import { DaemonRunner } from '../leadership/daemon-runner.js';
 import type { DaemonDefinition } from '../leadership/define-daemon.js';
 import { LeaseElector } from '../leadership/lease-elector.js';
@@ -11,20 +13,18 @@ import { BaseService, ServiceGroup, type Service } from '../lifecycle/service.js
 import type { JobMaintenance } from '../maintenance/job-maintenance.js';
 import { MAINTENANCE_LEASE, MaintenanceService } from '../maintenance/maintenance-service.js';
 import { missingEnv, type RolePlan } from '../roles/role-plan.js';
-import { workerError, type EventBus } from '../telemetry/events.js';
-import type { Logger } from '../telemetry/logger.js';
-import { limitRow } from '../jobs/limits.js';
-import type { LimitRow } from '../db/limits.js';
-import { limitPlan, type LimitPlan } from '../worker/limit-plan.js';
-import { Worker } from '../worker/worker.js';
-import type { ResolvedOptions } from './client-options.js';
-import { assertBudget, poolSize } from './budget.js';
-import { ProcessRegistry } from './process-registry.js';
-import { JobStatsRecorder } from './job-stats-recorder.js';
 import type { ScheduleDefinition } from '../schedules/define-schedule.js';
 import { ScheduleTicker } from '../schedules/schedule-ticker.js';
+import { consumerLeaseName, ConsumerRunner } from '../streams/consumer-runner.js';
 import type { ConsumerDefinition } from '../streams/define-consumer.js';
-import { ConsumerRunner, consumerLeaseName } from '../streams/consumer-runner.js';
+import { workerError, type EventBus } from '../telemetry/events.js';
+import type { Logger } from '../telemetry/logger.js';
+import { limitPlan, type LimitPlan } from '../worker/limit-plan.js';
+import { Worker } from '../worker/worker.js';
+import { assertBudget, poolSize } from './budget.js';
+import type { ResolvedOptions } from './client-options.js';
+import { JobStatsRecorder } from './job-stats-recorder.js';
+import { ProcessRegistry } from './process-registry.js';
 
 /** What a host needs from its client. */
 export interface HostDeps {
@@ -50,10 +50,8 @@ export interface Wakeups {
   reason?: string;
 }
 
-const UNPROVEN_WHY =
-  'notifications do not reach the listener, as behind a transaction-mode pooler (PgBouncer); wake-ups fall back to polling';
-const UNPROVEN_HINT =
-  'give the listener a direct connection to PostgreSQL (or a session-mode pool): listenDatabaseUrl, database.listenUrl in nightshift.config.ts, or DATABASE_LISTEN_URL (docs/poolers.md)';
+const UNPROVEN_WHY = 'notifications do not reach the listener, as behind a transaction-mode pooler (PgBouncer); wake-ups fall back to polling';
+const UNPROVEN_HINT = 'give the listener a direct connection to PostgreSQL (or a session-mode pool): listenDatabaseUrl, database.listenUrl in nightshift.config.ts, or DATABASE_LISTEN_URL (docs/poolers.md)';
 
 /** How long the listener waits for its own notification after (re)connecting. */
 const PROOF_TIMEOUT_MS = 5_000;
@@ -236,9 +234,7 @@ export class Host extends BaseService {
     }
     const schedules = d.schedules.filter((sc) => this.plan.schedules.includes(sc.name));
     if (schedules.length > 0) {
-      services.push(
-        new ScheduleTicker({ database: d.database, enqueuer: d.enqueuer, registry: d.registry, schedules, events: d.events, logger: d.logger, clock: this.clock }),
-      );
+      services.push(new ScheduleTicker({ database: d.database, enqueuer: d.enqueuer, registry: d.registry, schedules, events: d.events, logger: d.logger, clock: this.clock }));
     }
     const daemons = d.daemons.filter((dm) => this.plan.daemons.includes(dm.name));
     if (daemons.length > 0) {
@@ -318,8 +314,7 @@ export class Host extends BaseService {
             worker.wake(queue, dueInMs);
             // Tells wake-ups by notification apart from polling (fault tests, metrics).
             if (this.d.events.active) this.d.events.emit({ type: 'listener.notified', queue, ...(dueInMs !== undefined ? { dueInMs } : {}) });
-          }
-          else if (payload.startsWith('cancel:')) worker.cancelled(payload.slice(7));
+          } else if (payload.startsWith('cancel:')) worker.cancelled(payload.slice(7));
           else if (payload.startsWith('resume:')) worker.wake(payload.slice(7));
         },
         onConnected: () => {
@@ -327,12 +322,7 @@ export class Host extends BaseService {
           worker.wake();
         },
         onLost: (error) => this.d.events.emit({ type: 'listener.lost', error: error.message }),
-        onProof: (proven, reason) =>
-          this.d.events.emit(
-            proven
-              ? { type: 'listener.proven' }
-              : { type: 'listener.unproven', reason: `${reason ?? 'not heard'}: ${UNPROVEN_WHY}`, hint: UNPROVEN_HINT },
-          ),
+        onProof: (proven, reason) => this.d.events.emit(proven ? { type: 'listener.proven' } : { type: 'listener.unproven', reason: `${reason ?? 'not heard'}: ${UNPROVEN_WHY}`, hint: UNPROVEN_HINT }),
       },
     );
   }

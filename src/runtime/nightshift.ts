@@ -1,43 +1,43 @@
+import type { Registry } from 'prom-client';
 import { Database } from '../db/database.js';
+import type { Executor } from '../db/executor.js';
+import type { JobLogLine } from '../db/job-logs.js';
+import type { JobLimitState, LimitRecord } from '../db/limits.js';
 import type { MigrateResult } from '../db/migrator.js';
 import { createPool, type PoolHandle } from '../db/pool.js';
+import type { ProcessRecord } from '../db/processes.js';
 import { preparedStatementsOffHint } from '../db/statements.js';
-import type { Executor } from '../db/executor.js';
+import { ConfigError, StoppedError } from '../errors.js';
+import { CheckNotFoundError } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { EnqueueOptions, EnqueueResult } from '../jobs/enqueue-options.js';
 import { Enqueuer, type EnqueueManyOptions } from '../jobs/enqueuer.js';
 import { JobAdmin } from '../jobs/job-admin.js';
 import { JobRegistry } from '../jobs/job-registry.js';
 import type { PayloadSchema, SchemaInput } from '../jobs/standard-schema.js';
+import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
+import { systemClock } from '../lifecycle/clock.js';
 import { JobMaintenance, type Retention } from '../maintenance/job-maintenance.js';
-import { EventBus, type EventListener } from '../telemetry/events.js';
-import { createLogger, logEvents, type Logger } from '../telemetry/logger.js';
-import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './client-options.js';
-import { ConfigError, StoppedError } from '../errors.js';
+import type { PipelineAdmin } from '../pipelines/pipeline-admin.js';
+import { PIPELINE_SWEEP_DAEMON, PipelineEngine } from '../pipelines/pipeline-engine.js';
 import { planRoles, type RolePlan } from '../roles/role-plan.js';
-import { listProcesses } from './process-registry.js';
-import { Host, type Wakeups } from './host.js';
-import type { JobLogLine } from '../db/job-logs.js';
-import { StreamClient } from '../streams/stream-client.js';
+import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type ScheduleTickRecord, type TriggerResult } from '../schedules/schedule-admin.js';
 import type { StreamDefinition } from '../streams/define-stream.js';
 import type { StreamsDiagnosis } from '../streams/diagnose-streams.js';
-import { OpsServer } from './ops-server.js';
+import { StreamClient } from '../streams/stream-client.js';
+import { EventBus, type EventListener } from '../telemetry/events.js';
+import { createLogger, logEvents, type Logger } from '../telemetry/logger.js';
 import type { NightshiftMetrics } from '../telemetry/metrics.js';
-import type { Registry } from 'prom-client';
-import { clientMetrics } from './client-metrics.js';
-import { systemClock } from '../lifecycle/clock.js';
-import { ScheduleAdmin, type ScheduleActorOptions, type ScheduleInfo, type ScheduleTickRecord, type TriggerResult } from '../schedules/schedule-admin.js';
-import { listLeases, type LeaseInfo } from '../leadership/lease-listing.js';
-import { connectionBudget, poolSize, type BudgetReport } from './budget.js';
-import type { ProcessRecord } from '../db/processes.js';
-import { CheckNotFoundError } from '../errors.js';
 import { AlertAdmin, type AckOptions, type AlertRecord, type ListAlertsOptions } from '../watchdog/alert-admin.js';
 import type { CheckRunReport } from '../watchdog/check-runner.js';
 import { Watchdog, type CheckInfo } from '../watchdog/watchdog.js';
+import { connectionBudget, poolSize, type BudgetReport } from './budget.js';
+import { clientMetrics } from './client-metrics.js';
+import { resolveOptions, type NightshiftOptions, type ResolvedOptions } from './client-options.js';
+import { Host, type Wakeups } from './host.js';
+import { OpsServer } from './ops-server.js';
+import { listProcesses } from './process-registry.js';
 import { assertNotifiersComplete, checkHosting, withWatchdog } from './watchdog-wiring.js';
-import { PIPELINE_SWEEP_DAEMON, PipelineEngine } from '../pipelines/pipeline-engine.js';
-import type { PipelineAdmin } from '../pipelines/pipeline-admin.js';
-import type { JobLimitState, LimitRecord } from '../db/limits.js';
 
 /**
  * A nightshift client: enqueue jobs, run workers, and operate the queue. One per process is the
@@ -78,9 +78,7 @@ export class Nightshift extends JobAdmin {
       applicationName: `nightshift:${options.owner}`,
     });
     const events = new EventBus();
-    const database = new Database(pool, options.schema, options.preparedStatements, (off) =>
-      events.emit({ type: 'database.prepared-statements-off', ...off, hint: preparedStatementsOffHint(off) }),
-    );
+    const database = new Database(pool, options.schema, options.preparedStatements, (off) => events.emit({ type: 'database.prepared-statements-off', ...off, hint: preparedStatementsOffHint(off) }));
     const logger = options.logger ?? createLogger({ redact: options.redact });
     // The watchdog's checks are schedules and jobs like any other (docs/watchdog.md).
     const client: { ns?: Nightshift } = {};
@@ -121,7 +119,16 @@ export class Nightshift extends JobAdmin {
     });
     engine.attach(this.enqueuer);
     // Kinds with a retention of their own (pipeline steps keep their jobs and logs as long as their runs).
-    this.maintenance = new JobMaintenance(database, this.events, new Map(registry.all().filter((d) => d.retention).map((d) => [d.kind, d.retention!])));
+    this.maintenance = new JobMaintenance(
+      database,
+      this.events,
+      new Map(
+        registry
+          .all()
+          .filter((d) => d.retention)
+          .map((d) => [d.kind, d.retention!]),
+      ),
+    );
     // Built now so duplicate schedule names and unknown kinds fail at construction.
     this.schedules = new ScheduleAdmin({ database, enqueuer: this.enqueuer, registry: this.registry, schedules: all.schedules, events: this.events, actor: options.actor });
     watchdog?.bind({ enqueuer: this.enqueuer, logger: this.logger });
@@ -229,11 +236,7 @@ export class Nightshift extends JobAdmin {
   }
 
   /** Enqueues many jobs of one kind atomically (all or none). */
-  enqueueMany<S extends PayloadSchema>(
-    job: JobDefinition<S> | string,
-    payloads: readonly SchemaInput<S>[],
-    options?: EnqueueManyOptions<SchemaInput<S>>,
-  ): Promise<EnqueueResult[]> {
+  enqueueMany<S extends PayloadSchema>(job: JobDefinition<S> | string, payloads: readonly SchemaInput<S>[], options?: EnqueueManyOptions<SchemaInput<S>>): Promise<EnqueueResult[]> {
     return this.enqueuer.enqueueMany(job as JobDefinition | string, payloads, options as EnqueueManyOptions<unknown>);
   }
 

@@ -1,9 +1,9 @@
 import type { Database } from '../db/database.js';
 import { ConfigError } from '../errors.js';
 import type { RolePlan } from '../roles/role-plan.js';
+import type { CheckHosting } from '../roles/role-plan.js';
 import type { StreamsDiagnosis } from '../streams/diagnose-streams.js';
 import type { EventBus } from '../telemetry/events.js';
-import type { CheckHosting } from '../roles/role-plan.js';
 import { checkKind, WATCHDOG_QUEUE } from '../watchdog/define-check.js';
 import { NOTIFY_KIND } from '../watchdog/notify-job.js';
 import { Watchdog } from '../watchdog/watchdog.js';

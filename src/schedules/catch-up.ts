@@ -32,12 +32,7 @@ const NOTHING: TickPlan = { fire: [], late: 0, skipped: null, advanceTo: null, m
  * - `all` with a window: missed ticks at or after now − window fire, older ones are skipped.
  * At most `maxFire` ticks fire per plan; `more` says to plan again. Pure: no clock is read.
  */
-export function planTicks(
-  s: { readonly timing: TickTiming; readonly catchUp: CatchUpPolicy; readonly graceMs: number | undefined },
-  since: number,
-  now: number,
-  maxFire: number,
-): TickPlan {
+export function planTicks(s: { readonly timing: TickTiming; readonly catchUp: CatchUpPolicy; readonly graceMs: number | undefined }, since: number, now: number, maxFire: number): TickPlan {
   const last = prevTick(s.timing, now);
   if (last === null || last <= since) return NOTHING;
   // Ticks at or after `onTime` are on time. By default only the latest due tick can be: every

@@ -250,15 +250,18 @@ function resolveEnqueue(value: unknown, kind: string, issues: Issue[]): Schedule
   }
   const v = value as Record<string, unknown>;
   const before = issues.length;
-  for (const key of Object.keys(v)) if (!ENQUEUE_KEYS.includes(key)) issues.push(unknownKey(`enqueue.${key}`, ENQUEUE_KEYS.map((k) => `enqueue.${k}`)));
+  for (const key of Object.keys(v))
+    if (!ENQUEUE_KEYS.includes(key))
+      issues.push(
+        unknownKey(
+          `enqueue.${key}`,
+          ENQUEUE_KEYS.map((k) => `enqueue.${k}`),
+        ),
+      );
   if (issues.length > before) return {};
   // The jobs layer's own rules, against a stand-in for the kind (its defaults do not matter here).
   try {
-    resolveEnqueueOptions(
-      { kind: kind || 'schedule', queue: 'default', priority: 0, maxAttempts: 1, delivery: 'at-least-once' } as JobDefinition,
-      v,
-      '{}',
-    );
+    resolveEnqueueOptions({ kind: kind || 'schedule', queue: 'default', priority: 0, maxAttempts: 1, delivery: 'at-least-once' } as JobDefinition, v, '{}');
   } catch (err) {
     if (!(err instanceof OptionsInvalidError)) throw err;
     for (const i of err.issues) issues.push({ path: `enqueue.${i.path}`, message: i.message });

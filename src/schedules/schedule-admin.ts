@@ -7,7 +7,7 @@ import type { JobRegistry } from '../jobs/job-registry.js';
 import { EventBus } from '../telemetry/events.js';
 import type { CatchUpPolicy, Overlap, ScheduleDefinition } from './define-schedule.js';
 import { formatDuration } from './duration.js';
-import { enqueueTickJob, scheduleTick, ScheduleSet } from './schedule-set.js';
+import { enqueueTickJob, ScheduleSet, scheduleTick } from './schedule-set.js';
 import { nextTick } from './ticks.js';
 
 /** Who does an operator action and why; written to the audit log. */
@@ -107,13 +107,7 @@ export class ScheduleAdmin {
       // Two manual ticks in the same millisecond share a key; the clock moves on for the retry.
       for (let i = 0; i < 5 && !at; i++) at = await this.st.tickManualInsert({ tx, name });
       if (!at) throw new OptionsInvalidError('trigger', [{ path: 'name', message: 'could not stamp a manual tick; try again' }]);
-      const { id } = await enqueueTickJob(
-        this.options.enqueuer,
-        entry,
-        tx,
-        scheduleTick(entry.def, at, true),
-        payload === undefined ? undefined : { value: payload },
-      );
+      const { id } = await enqueueTickJob(this.options.enqueuer, entry, tx, scheduleTick(entry.def, at, true), payload === undefined ? undefined : { value: payload });
       await this.st.tickUpdate({ tx, tick: { schedule: name, at, outcome: 'manual', jobId: id, error: null } });
       await this.st.advance({ tx, name, lastTickAt: null, lastJobId: id });
       await this.st.audit({ tx, entry: { actor: who.actor, action: 'schedule-trigger', name, reason: who.reason, details: { jobId: id, at } } });

@@ -1,10 +1,10 @@
+import type { Executor } from '../db/executor.js';
 import type { ScheduleRegistration } from '../db/schedules.js';
 import { DuplicateScheduleError, ScheduleNotFoundError } from '../errors.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import type { EnqueueResult } from '../jobs/enqueue-options.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { JobRegistry } from '../jobs/job-registry.js';
-import type { Executor } from '../db/executor.js';
 import type { ScheduleDefinition, ScheduleTick } from './define-schedule.js';
 import { localParts } from './time-zone.js';
 
@@ -69,13 +69,7 @@ export function scheduleTick(def: ScheduleDefinition, at: Date, manual: boolean)
  * built by the schedule's payload function (default `{}`), and the schedule's enqueue options
  * apply. Throws what the payload function or the enqueue throws.
  */
-export async function enqueueTickJob(
-  enqueuer: Enqueuer,
-  entry: ScheduleEntry,
-  tx: Executor,
-  tick: ScheduleTick,
-  payload?: { value: unknown },
-): Promise<EnqueueResult> {
+export async function enqueueTickJob(enqueuer: Enqueuer, entry: ScheduleEntry, tx: Executor, tick: ScheduleTick, payload?: { value: unknown }): Promise<EnqueueResult> {
   const value = payload ? payload.value : entry.def.payload ? await entry.def.payload(tick) : {};
   return enqueuer.enqueue(entry.job, value, { ...entry.def.enqueue, db: tx });
 }

@@ -11,7 +11,7 @@ import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
 import { EventBus, workerError, type NightshiftEvent } from '../telemetry/events.js';
 import { planTicks } from './catch-up.js';
 import type { ScheduleDefinition } from './define-schedule.js';
-import { enqueueTickJob, scheduleTick, ScheduleSet, type ScheduleEntry } from './schedule-set.js';
+import { enqueueTickJob, ScheduleSet, scheduleTick, type ScheduleEntry } from './schedule-set.js';
 import { nextTick } from './ticks.js';
 
 /** What the ticker needs. */
@@ -196,9 +196,7 @@ export class ScheduleTicker extends BaseService {
     report.nextDueAt = Number.isFinite(nextDue) ? new Date(nextDue) : null;
     if (at === undefined && this.clock.wall() - this.lastPruneAt > PRUNE_EVERY_MS) {
       this.lastPruneAt = this.clock.wall();
-      await this.prune().catch((err: unknown) =>
-        this.emit(workerError('schedule tick pruning', err)),
-      );
+      await this.prune().catch((err: unknown) => this.emit(workerError('schedule tick pruning', err)));
     }
     return report;
   }
@@ -321,14 +319,7 @@ export class ScheduleTicker extends BaseService {
    * throws, or a payload its job's schema refuses, fails the tick for good (it would fail the same
    * way every time); a database error rolls the whole transaction back for the next pass to retry.
    */
-  private async fire(
-    tx: Executor,
-    entry: ScheduleEntry,
-    at: Date,
-    late: boolean,
-    local: TickerReport,
-    events: NightshiftEvent[],
-  ): Promise<string | null> {
+  private async fire(tx: Executor, entry: ScheduleEntry, at: Date, late: boolean, local: TickerReport, events: NightshiftEvent[]): Promise<string | null> {
     const name = entry.def.name;
     try {
       const { id } = await enqueueTickJob(this.enqueuer, entry, tx, scheduleTick(entry.def, at, false));

@@ -19,9 +19,7 @@ import { localToInstant, offsetAt } from './time-zone.js';
  */
 
 /** When a schedule fires: a cron expression in a zone, or a fixed interval aligned to the Unix epoch. */
-export type TickTiming =
-  | { readonly kind: 'cron'; readonly expression: string; readonly tz: string; readonly cron: Cron }
-  | { readonly kind: 'every'; readonly everyMs: number; readonly tz: string };
+export type TickTiming = { readonly kind: 'cron'; readonly expression: string; readonly tz: string; readonly cron: Cron } | { readonly kind: 'every'; readonly everyMs: number; readonly tz: string };
 
 /** Local times scanned at most per call, far above any real case (a repeated hour of a per-second expression is 3,600). */
 const MAX_SCAN = 1_000_000;

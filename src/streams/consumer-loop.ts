@@ -2,18 +2,7 @@ import { ConsumerStoppedError } from '../errors.js';
 import { PeriodicTask } from '../lifecycle/periodic.js';
 import type { ConsumerScope, InFlightEntry } from './consumer-scope.js';
 import { handleEntry, streamFields } from './entry-handler.js';
-import {
-  claimIdle,
-  dropUndeliverable,
-  ensureGroup,
-  handBack,
-  isNoGroup,
-  isUnknownCommand,
-  leaveGroup,
-  pruneDeadConsumers,
-  sweepAbandoned,
-  touchInFlight,
-} from './pending-entries.js';
+import { claimIdle, dropUndeliverable, ensureGroup, handBack, isNoGroup, isUnknownCommand, leaveGroup, pruneDeadConsumers, sweepAbandoned, touchInFlight } from './pending-entries.js';
 import { errorText, isConnectionError, RedisConnection } from './redis-connection.js';
 import { parseReadReply, type StreamEntry } from './stream-entry.js';
 
@@ -186,10 +175,7 @@ export class ConsumerLoop {
       await this.scope.conn.redis.call('CLIENT', 'UNBLOCK', this.blockingId).catch(() => undefined);
     }
     let timer: NodeJS.Timeout | undefined;
-    const gaveUp = await Promise.race([
-      reading.then(() => false),
-      new Promise<boolean>((r) => (timer = setTimeout(() => r(true), this.settings.blockMs + 1_000))),
-    ]);
+    const gaveUp = await Promise.race([reading.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), this.settings.blockMs + 1_000)))]);
     clearTimeout(timer);
     if (gaveUp) {
       // Entries a cut read had already delivered stay pending under this consumer and are taken over later.

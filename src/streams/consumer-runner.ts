@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ConfigError, StoppedError, unknownKey, type Issue } from '../errors.js';
+import type { PayloadSchema, SchemaInput } from '../jobs/standard-schema.js';
 import type { LeaderLease, LeaderTerm } from '../leadership/leader-lease.js';
 import { BaseService, type ServiceOptions } from '../lifecycle/service.js';
-import type { PayloadSchema, SchemaInput } from '../jobs/standard-schema.js';
 import { EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import { ConsumerLoop, type ConsumerLoopSettings, type ServerCapabilities } from './consumer-loop.js';
@@ -218,7 +218,8 @@ function validate(o: ConsumerRunnerOptions): Issue[] {
     r.consumers.forEach((c: unknown, i) => {
       if (!isConsumerDefinition(c)) return issues.push({ path: `consumers.${i}`, message: 'must be made with defineConsumer' });
       const key = `${c.stream.name}\u0000${c.group}`;
-      if (seen.has(key)) issues.push({ path: `consumers.${i}`, message: `group "${c.group}" on stream "${c.stream.name}" is already consumed by consumers.${seen.get(key)}; one definition per group and stream` });
+      if (seen.has(key))
+        issues.push({ path: `consumers.${i}`, message: `group "${c.group}" on stream "${c.stream.name}" is already consumed by consumers.${seen.get(key)}; one definition per group and stream` });
       else seen.set(key, i);
       if (names.has(c.name)) issues.push({ path: `consumers.${i}.name`, message: `"${c.name}" is also the name of consumers.${names.get(c.name)}; set name to tell them apart` });
       else names.set(c.name, i);
@@ -233,7 +234,12 @@ function validate(o: ConsumerRunnerOptions): Issue[] {
   if (r.owner !== undefined && (typeof r.owner !== 'string' || r.owner.length === 0 || r.owner.length > 200 || /\s/.test(r.owner))) {
     issues.push({ path: 'owner', message: 'must be 1 to 200 characters without spaces' });
   }
-  for (const [key, min] of [['shutdownGraceMs', 0], ['blockMs', 1], ['connectTimeoutMs', 1], ['pruneIdleMs', 1_000]] as const) {
+  for (const [key, min] of [
+    ['shutdownGraceMs', 0],
+    ['blockMs', 1],
+    ['connectTimeoutMs', 1],
+    ['pruneIdleMs', 1_000],
+  ] as const) {
     if (r[key] !== undefined && !isInt(r[key], min, 2_147_483_647)) issues.push({ path: key, message: `must be an integer number of milliseconds, at least ${min}` });
   }
   return issues;

@@ -1,5 +1,5 @@
-import type { LeaderTerm } from '../leadership/leader-lease.js';
 import type { PayloadSchema, SchemaInput } from '../jobs/standard-schema.js';
+import type { LeaderTerm } from '../leadership/leader-lease.js';
 import type { EventBus } from '../telemetry/events.js';
 import type { Logger } from '../telemetry/logger.js';
 import type { ConsumerDefinition } from './define-consumer.js';

@@ -32,14 +32,7 @@ export const DEAD_LETTER_FIELDS = ['payload', 'source-stream', 'source-id', 'gro
  * `requireAck`, the record is written only if this ack took the entry out of the pending list, so an
  * entry is dead-lettered once even when two consumers race. Returns whether it was written.
  */
-export async function deadLetter(
-  scope: ConsumerScope,
-  entry: StreamEntry,
-  deliveries: number,
-  reason: DeadLetterReason,
-  error: string,
-  requireAck: boolean,
-): Promise<boolean> {
+export async function deadLetter(scope: ConsumerScope, entry: StreamEntry, deliveries: number, reason: DeadLetterReason, error: string, requireAck: boolean): Promise<boolean> {
   const { def } = scope;
   const text = cleanText(error, 4_000);
   const fields: string[] = [

@@ -104,22 +104,7 @@ export interface ConsumerDefinition<S extends PayloadSchema = PayloadSchema> {
   readonly deadLetterStream: string;
 }
 
-const KEYS = [
-  'stream',
-  'group',
-  'name',
-  'delivery',
-  'handler',
-  'maxAgeMs',
-  'onExpired',
-  'onAbandoned',
-  'maxDeliveries',
-  'claimIdleMs',
-  'concurrency',
-  'timeoutMs',
-  'singleton',
-  'deadLetterStream',
-];
+const KEYS = ['stream', 'group', 'name', 'delivery', 'handler', 'maxAgeMs', 'onExpired', 'onAbandoned', 'maxDeliveries', 'claimIdleMs', 'concurrency', 'timeoutMs', 'singleton', 'deadLetterStream'];
 const MAX_MS = 2_147_483_647;
 
 /**
@@ -161,7 +146,7 @@ export function defineConsumer<S extends PayloadSchema>(options: ConsumerOptions
     issues.push({ path: 'deadLetterStream', message: 'must differ from the stream itself, or failed entries would be read again' });
   }
   if (o.singleton === true && stream !== undefined && typeof o.group === 'string' && `stream:${stream}:${o.group}`.length > 200) {
-    issues.push({ path: 'group', message: 'with the stream name, too long for a singleton\'s lease name stream:<stream>:<group> (at most 200 characters)' });
+    issues.push({ path: 'group', message: "with the stream name, too long for a singleton's lease name stream:<stream>:<group> (at most 200 characters)" });
   }
   const label = typeof o.group === 'string' ? `consumer "${String(o.name ?? o.group)}"` : 'consumer definition';
   if (issues.length) throw new ConfigError(label, issues);

@@ -1,7 +1,7 @@
 import type { Delivery } from '../jobs/define-job.js';
+import { startedSetKey } from './dead-letter.js';
 import type { ConsumerDefinition } from './define-consumer.js';
 import type { StreamDefinition } from './define-stream.js';
-import { startedSetKey } from './dead-letter.js';
 import { pairs } from './pending-entries.js';
 import { errorText, type RedisConnection } from './redis-connection.js';
 import { entryTimeMs } from './stream-entry.js';

@@ -1,14 +1,14 @@
 import { context, type Context } from '@opentelemetry/api';
-import { endProcessSpan, startProcessSpan } from './stream-tracing.js';
 import { ConsumerStoppedError, PayloadInvalidError, StreamHandlerTimeoutError } from '../errors.js';
 import { describeError } from '../jobs/error-text.js';
-import { parseStreamPayload } from './stream-payload.js';
-import type { ConsumerContext, ConsumerHandler } from './define-consumer.js';
 import type { ConsumerScope, InFlightEntry } from './consumer-scope.js';
 import { deadLetter, startedSetKey } from './dead-letter.js';
-import { FINISH_HANDLER, START_HANDLER } from './redis-scripts.js';
+import type { ConsumerContext, ConsumerHandler } from './define-consumer.js';
 import { errorText } from './redis-connection.js';
+import { FINISH_HANDLER, START_HANDLER } from './redis-scripts.js';
 import { entryTimeMs, PAYLOAD_FIELD, type StreamEntry } from './stream-entry.js';
+import { parseStreamPayload } from './stream-payload.js';
+import { endProcessSpan, startProcessSpan } from './stream-tracing.js';
 
 /**
  * Handles one delivered entry by the consumer's delivery rule:

@@ -1,8 +1,8 @@
 import type { ConsumerScope, InFlightEntry } from './consumer-scope.js';
 import { deadLetter, startedSetKey } from './dead-letter.js';
 import { recoverAbandoned, streamFields } from './entry-handler.js';
-import { DELETE_IDLE_CONSUMER, HAND_BACK, TOUCH_PENDING } from './redis-scripts.js';
 import { errorText } from './redis-connection.js';
+import { DELETE_IDLE_CONSUMER, HAND_BACK, TOUCH_PENDING } from './redis-scripts.js';
 import { parseEntries, type StreamEntry } from './stream-entry.js';
 
 /**
@@ -56,9 +56,7 @@ export async function claimIdle(scope: ConsumerScope, cursor: string, count: num
 async function deliveryCounts(scope: ConsumerScope, entries: StreamEntry[]): Promise<Map<string, number>> {
   const { def } = scope;
   // One exact-range XPENDING per entry; sent together, they travel as one pipeline.
-  const rows = await Promise.all(
-    entries.map((e) => scope.conn.redis.call('XPENDING', def.stream.name, def.group, e.id, e.id, 1) as Promise<unknown[][]>),
-  );
+  const rows = await Promise.all(entries.map((e) => scope.conn.redis.call('XPENDING', def.stream.name, def.group, e.id, e.id, 1) as Promise<unknown[][]>));
   const counts = new Map<string, number>();
   for (const r of rows) if (r[0]) counts.set(String(r[0][0]), Number(r[0][3]));
   return counts;

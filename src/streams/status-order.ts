@@ -1,4 +1,4 @@
-import { ConfigError, UnknownStatusError, unknownKey, type Issue } from '../errors.js';
+import { ConfigError, unknownKey, UnknownStatusError, type Issue } from '../errors.js';
 
 /** The options of {@link defineStatusOrder}. */
 export interface StatusOrderOptions<S extends string> {

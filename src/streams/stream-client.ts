@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { ConfigError, StoppedError, UnknownStreamError, unknownKey, type Issue } from '../errors.js';
+import { ConfigError, StoppedError, unknownKey, UnknownStreamError, type Issue } from '../errors.js';
 import type { PayloadSchema, SchemaInput } from '../jobs/standard-schema.js';
 import { EventBus } from '../telemetry/events.js';
 import { isInt, isStreamDefinition, type StreamDefinition } from './define-stream.js';

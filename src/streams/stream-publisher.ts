@@ -1,10 +1,10 @@
 import { RedisCommandError, RedisUnavailableError } from '../errors.js';
-import { serialiseStreamPayload } from './stream-payload.js';
 import type { EventBus } from '../telemetry/events.js';
 import type { StreamDefinition } from './define-stream.js';
-import { PAYLOAD_FIELD } from './stream-entry.js';
-import { endPublishSpan, startPublishSpan } from './stream-tracing.js';
 import { isConnectionError, type RedisConnection } from './redis-connection.js';
+import { PAYLOAD_FIELD } from './stream-entry.js';
+import { serialiseStreamPayload } from './stream-payload.js';
+import { endPublishSpan, startPublishSpan } from './stream-tracing.js';
 
 /** What a publish returns. */
 export interface PublishResult {
@@ -18,11 +18,7 @@ export interface PublishResult {
  * NS_PAYLOAD_TOO_LARGE). A connection lost while the command was in flight rejects with
  * NS_REDIS_UNAVAILABLE and is not re-sent, because the entry may already have been added.
  */
-export async function publishEntry(
-  connection: () => RedisConnection | Promise<RedisConnection>,
-  stream: StreamDefinition, payload: unknown,
-  events: EventBus | undefined,
-): Promise<PublishResult> {
+export async function publishEntry(connection: () => RedisConnection | Promise<RedisConnection>, stream: StreamDefinition, payload: unknown, events: EventBus | undefined): Promise<PublishResult> {
   const json = await serialiseStreamPayload(stream, payload);
   const args: (string | number)[] = [stream.name];
   if (stream.maxLength !== undefined) args.push('MAXLEN', '~', stream.maxLength);

@@ -1,6 +1,6 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from '@opentelemetry/api';
-import type { StreamEntry } from './stream-entry.js';
 import { tracingOff, UNTRACED_SPAN } from '../telemetry/tracing.js';
+import type { StreamEntry } from './stream-entry.js';
 import { PAYLOAD_FIELD } from './stream-entry.js';
 
 /**

@@ -6,17 +6,7 @@ import type { EventBus, NightshiftEvent } from './events.js';
 export type { Logger };
 
 /** Keys redacted wherever they appear (top level or one level down) in every log line. */
-export const DEFAULT_REDACT = [
-  'password',
-  'secret',
-  'apiKey',
-  'authorization',
-  'cookie',
-  'databaseUrl',
-  'connectionString',
-  'payload',
-  'result',
-];
+export const DEFAULT_REDACT = ['password', 'secret', 'apiKey', 'authorization', 'cookie', 'databaseUrl', 'connectionString', 'payload', 'result'];
 
 /** Options of the default logger. */
 export interface LoggerOptions {

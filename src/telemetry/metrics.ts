@@ -54,8 +54,18 @@ export class NightshiftMetrics {
     // Pipelines: labels are the pipeline, step and state (never a key). Step attempts are the job
     // metrics above, with kind="pipeline:<pipeline>:<step>".
     const runsStarted = new Counter({ name: `${p}pipeline_runs_started_total`, help: 'Pipeline runs started (dry runs included).', labelNames: ['pipeline'], registers: [registry] });
-    const runsFinished = new Counter({ name: `${p}pipeline_runs_finished_total`, help: 'Pipeline runs that ended, by state (succeeded, failed, cancelled).', labelNames: ['pipeline', 'state'], registers: [registry] });
-    const stepsFinished = new Counter({ name: `${p}pipeline_steps_finished_total`, help: 'Pipeline steps and fan-out items that ended, by state.', labelNames: ['pipeline', 'step', 'state'], registers: [registry] });
+    const runsFinished = new Counter({
+      name: `${p}pipeline_runs_finished_total`,
+      help: 'Pipeline runs that ended, by state (succeeded, failed, cancelled).',
+      labelNames: ['pipeline', 'state'],
+      registers: [registry],
+    });
+    const stepsFinished = new Counter({
+      name: `${p}pipeline_steps_finished_total`,
+      help: 'Pipeline steps and fan-out items that ended, by state.',
+      labelNames: ['pipeline', 'step', 'state'],
+      registers: [registry],
+    });
     const runsHeld = new Counter({ name: `${p}pipeline_runs_held_total`, help: 'Pipeline runs held because a due step has no handler in any live process.', labelNames: ['pipeline'], registers: [registry] });
     const deadlines = new Counter({ name: `${p}pipeline_deadlines_missed_total`, help: 'Pipeline runs still open past their deadline (each counted once).', labelNames: ['pipeline'], registers: [registry] });
     new Gauge({

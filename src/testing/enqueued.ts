@@ -74,12 +74,7 @@ function listing(jobs: readonly JobRecord[]): string {
  * `match` — exactly `count` times when given, else at least once — and returns the matching jobs.
  * Throws an AssertionError that lists the jobs of that kind it did find.
  */
-export async function assertEnqueued(
-  ns: Nightshift,
-  job: JobDefinition | string,
-  match?: JobMatch,
-  options: EnqueuedOptions & { count?: number } = {},
-): Promise<JobRecord[]> {
+export async function assertEnqueued(ns: Nightshift, job: JobDefinition | string, match?: JobMatch, options: EnqueuedOptions & { count?: number } = {}): Promise<JobRecord[]> {
   const found = await enqueued(ns, job, match, options);
   const ok = options.count === undefined ? found.length > 0 : found.length === options.count;
   if (!ok) {

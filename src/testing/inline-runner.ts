@@ -2,16 +2,16 @@ import type { JobRecord, JobState } from '../db/job-row.js';
 import type { ClaimedRow } from '../db/jobs-run.js';
 import type { JobDefinition } from '../jobs/define-job.js';
 import { isJobControl, type Discard, type Hold, type RetryAfter } from '../jobs/job-control.js';
-import { PeriodicTask } from '../lifecycle/periodic.js';
-import { DEFAULT_REDACT } from '../telemetry/logger.js';
-import { workerError } from '../telemetry/events.js';
 import { systemClock } from '../lifecycle/clock.js';
+import { PeriodicTask } from '../lifecycle/periodic.js';
+import type { Nightshift } from '../runtime/nightshift.js';
+import { workerError } from '../telemetry/events.js';
+import { DEFAULT_REDACT } from '../telemetry/logger.js';
 import { ActiveJobs } from '../worker/active-jobs.js';
 import { Completer } from '../worker/completer.js';
 import { JobRunner } from '../worker/job-runner.js';
 import { Outcomes } from '../worker/outcomes.js';
 import { StartMarks } from '../worker/start-marks.js';
-import type { Nightshift } from '../runtime/nightshift.js';
 import { testKit, type TestKit } from './test-kit.js';
 
 /**

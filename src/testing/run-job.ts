@@ -25,12 +25,7 @@ export interface RunJobOptions extends Omit<EnqueueOptions, 'db' | 'runAt' | 'de
  * jobs it enqueues stay in the queue for {@link drain} or {@link enqueued}. `job` may be a
  * definition the client does not define. The client need not be started.
  */
-export async function runJob<S extends PayloadSchema>(
-  ns: Nightshift,
-  job: JobDefinition<S> | string,
-  payload: SchemaInput<S>,
-  options: RunJobOptions = {},
-): Promise<JobOutcome> {
+export async function runJob<S extends PayloadSchema>(ns: Nightshift, job: JobDefinition<S> | string, payload: SchemaInput<S>, options: RunJobOptions = {}): Promise<JobOutcome> {
   const { attempt, signal, ...enqueue } = options;
   if (attempt !== undefined && !(Number.isInteger(attempt) && attempt >= 1 && attempt <= 1_000)) {
     throw new OptionsInvalidError('runJob options', [{ path: 'attempt', message: 'must be an integer from 1 to 1000' }]);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { toClientOptions, type NightshiftConfig } from '../config/define-config.js';
-import { createPool } from '../db/pool.js';
 import { schemaNameProblem } from '../db/identifiers.js';
+import { createPool } from '../db/pool.js';
 import { schemaDrop } from '../db/test-jobs.js';
 import { OptionsInvalidError } from '../errors.js';
 import type { NightshiftOptions } from '../runtime/client-options.js';

@@ -34,7 +34,12 @@ export async function tick(ns: Nightshift, at: Date | string, options: TickOptio
   const when = toInstant(at);
   const all = ns.options.schedules;
   const names = options.schedules ?? all.map((s) => s.name);
-  for (const n of names) if (!all.some((s) => s.name === n)) throw new ScheduleNotFoundError(n, all.map((s) => s.name));
+  for (const n of names)
+    if (!all.some((s) => s.name === n))
+      throw new ScheduleNotFoundError(
+        n,
+        all.map((s) => s.name),
+      );
   const schedules = all.filter((s) => names.includes(s.name));
   return withTestKit(ns, async (kit) => {
     const ticker = new ScheduleTicker({ database: kit.database, enqueuer: kit.enqueuer, registry: kit.registry, schedules, events: ns.events, logger: ns.logger });

@@ -60,7 +60,6 @@ export function nextState(prev: SubjectState | undefined, status: CheckStatusVal
     return { status, streak, step: streak >= policy.failAfter ? { kind: 'open', level: status } : { kind: 'none' }, keep: true };
   }
   if (alert.level !== status) return { status, streak, step: { kind: 'change', from: alert.level, to: status }, keep: true };
-  const due =
-    policy.renotifyMs !== undefined && !alert.acked && alert.lastNotifiedAt !== null && now.getTime() - alert.lastNotifiedAt.getTime() >= policy.renotifyMs;
+  const due = policy.renotifyMs !== undefined && !alert.acked && alert.lastNotifiedAt !== null && now.getTime() - alert.lastNotifiedAt.getTime() >= policy.renotifyMs;
   return { status, streak, step: due ? { kind: 'remind' } : { kind: 'update' }, keep: true };
 }

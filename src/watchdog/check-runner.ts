@@ -97,9 +97,7 @@ export class CheckRunner {
       run = normaliseOutcome(await Promise.race([Promise.resolve().then(() => def.run(ctx)), aborted]));
     } catch (err) {
       if (outer?.aborted) throw outer.reason;
-      run = err instanceof CheckTimeoutError
-        ? failedRun(`check timed out after ${durationText(def.timeoutMs)} (timeoutMs ${def.timeoutMs}): make it faster or raise timeoutMs`)
-        : thrownRun(err);
+      run = err instanceof CheckTimeoutError ? failedRun(`check timed out after ${durationText(def.timeoutMs)} (timeoutMs ${def.timeoutMs}): make it faster or raise timeoutMs`) : thrownRun(err);
     } finally {
       clock.clearTimeout(timer);
       outer?.removeEventListener('abort', fromOuter);

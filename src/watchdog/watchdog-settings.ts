@@ -1,8 +1,8 @@
 import { ConfigError, type Issue } from '../errors.js';
 import type { Backoff } from '../jobs/retry-policy.js';
 import { resolveBuiltins, type BuiltinsOptions, type ResolvedBuiltin } from './builtins/index.js';
-import { DEFAULT_DELIVERY_ATTEMPTS, DEFAULT_DELIVERY_BACKOFF, notifyJob, type DeliveryOptions } from './notify-job.js';
 import type { Notifier } from './notifiers/notifier.js';
+import { DEFAULT_DELIVERY_ATTEMPTS, DEFAULT_DELIVERY_BACKOFF, notifyJob, type DeliveryOptions } from './notify-job.js';
 
 /** `watchdog` in the config (the client's `watchdog` option): where alerts go, and the built-in checks. */
 export interface WatchdogOptions {

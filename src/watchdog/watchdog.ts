@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Database } from '../db/database.js';
-import { CheckNotFoundError, ConfigError, DuplicateCheckError, closest, type Issue } from '../errors.js';
+import { CheckNotFoundError, closest, ConfigError, DuplicateCheckError, type Issue } from '../errors.js';
 import { defineJob, type JobDefinition } from '../jobs/define-job.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { Clock } from '../lifecycle/clock.js';
@@ -91,7 +91,10 @@ export class Watchdog {
       for (const [i, n] of (c.notify ?? []).entries()) {
         if (known.includes(n)) continue;
         const best = closest(n, known);
-        issues.push({ path: `${c.name}.notify.${i}`, message: `no notifier named "${n}"${best ? `; did you mean "${best}"?` : known.length ? `; the notifiers are ${known.join(', ')}` : '; watchdog.notifiers is empty'}` });
+        issues.push({
+          path: `${c.name}.notify.${i}`,
+          message: `no notifier named "${n}"${best ? `; did you mean "${best}"?` : known.length ? `; the notifiers are ${known.join(', ')}` : '; watchdog.notifiers is empty'}`,
+        });
       }
     }
     if (issues.length) throw new ConfigError('checks', issues);
@@ -170,12 +173,7 @@ export class Watchdog {
     const db = this.d.database;
     const defs = [...this.checks.values()];
     const names = defs.map((c) => c.name);
-    const [runs, schedules, counts, processes] = await Promise.all([
-      db.watchdog.lastRuns({ names }),
-      db.schedules.list(defs.map((c) => c.schedule.name)),
-      db.watchdog.openCounts(),
-      db.processes.list(),
-    ]);
+    const [runs, schedules, counts, processes] = await Promise.all([db.watchdog.lastRuns({ names }), db.schedules.list(defs.map((c) => c.schedule.name)), db.watchdog.openCounts(), db.processes.list()]);
     const runBy = new Map(runs.map((r) => [r.check_name, r]));
     const scheduleBy = new Map(schedules.map((s) => [s.name, s]));
     const live = processes.filter((p) => p.secondsSinceSeen < 60);

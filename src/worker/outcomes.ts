@@ -228,10 +228,7 @@ export class Outcomes {
     const row = job.row;
     // A cancelled job or one whose lease was lost is expected to refuse the late write.
     if (job.cause === 'cancelled') return;
-    this.o.logger.warn(
-      { jobId: row.id, kind: row.kind, token: row.lease_token, operation },
-      'write refused: the lease token is stale (the job was rescued, cancelled or re-claimed); result dropped',
-    );
+    this.o.logger.warn({ jobId: row.id, kind: row.kind, token: row.lease_token, operation }, 'write refused: the lease token is stale (the job was rescued, cancelled or re-claimed); result dropped');
     if (this.o.events.active) {
       this.o.events.emit({ type: 'job.refused', jobId: row.id, kind: row.kind, queue: row.queue, attempt: row.attempt, operation, token: row.lease_token });
     }

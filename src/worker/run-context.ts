@@ -1,8 +1,8 @@
 import type { Database } from '../db/database.js';
 import type { Executor } from '../db/executor.js';
 import { LeaseLostError } from '../errors.js';
-import type { EnqueueOptions, EnqueueResult } from '../jobs/enqueue-options.js';
 import type { JobContext, JobDefinition, JobLogger } from '../jobs/define-job.js';
+import type { EnqueueOptions, EnqueueResult } from '../jobs/enqueue-options.js';
 import type { Enqueuer } from '../jobs/enqueuer.js';
 import type { PayloadSchema, SchemaInput } from '../jobs/standard-schema.js';
 import type { Logger } from '../telemetry/logger.js';
@@ -69,11 +69,7 @@ export class RunContext implements JobContext {
   get log(): JobLogger {
     const r = this.job.row;
     const traceId = this.traceId;
-    return (this.job.log ??= new JobLog(
-      this.shared.logger,
-      { jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, ...(traceId ? { traceId } : {}) },
-      this.shared.redact,
-    ));
+    return (this.job.log ??= new JobLog(this.shared.logger, { jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, ...(traceId ? { traceId } : {}) }, this.shared.redact));
   }
 
   async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {

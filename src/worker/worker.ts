@@ -132,7 +132,12 @@ export class Worker extends BaseService {
       jitter: 0,
       clock: this.clock,
     });
-    this.probe = new QueueProbe({ database: db, kinds: settings.kinds, minPollMs: settings.minPollMs, maxPollMs: settings.maxPollMs, onError: onError('idle poll'),
+    this.probe = new QueueProbe({
+      database: db,
+      kinds: settings.kinds,
+      minPollMs: settings.minPollMs,
+      maxPollMs: settings.maxPollMs,
+      onError: onError('idle poll'),
       onPolled: (queues, due) => {
         if (events.wants('worker.polled')) events.emit({ type: 'worker.polled', queues, due });
       },
@@ -278,14 +283,18 @@ export class Worker extends BaseService {
     // signal keeps running, but no longer keeps other jobs from starting (issue 11, bug 4).
     job.onAbort = () => {
       if (freed || job.cause === 'shutdown') return;
-      graceTimer = this.clock.setTimeout(() => {
-        if (freed) return;
-        stuck = true;
-        this.stuck++;
-        const r = job.row;
-        this.events.emit({ type: 'job.handler-stuck', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, cause: job.cause ?? 'aborted', graceMs: this.settings.abortGraceMs });
-        free();
-      }, this.settings.abortGraceMs, { unref: true });
+      graceTimer = this.clock.setTimeout(
+        () => {
+          if (freed) return;
+          stuck = true;
+          this.stuck++;
+          const r = job.row;
+          this.events.emit({ type: 'job.handler-stuck', jobId: r.id, kind: r.kind, queue: r.queue, attempt: r.attempt, cause: job.cause ?? 'aborted', graceMs: this.settings.abortGraceMs });
+          free();
+        },
+        this.settings.abortGraceMs,
+        { unref: true },
+      );
     };
     try {
       if ((await this.runner.run(job, free)) === 'interrupted') await this.outcomes.handBack([job]);

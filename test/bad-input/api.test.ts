@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
 import pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createNightshift, defineCheck, defineJob, isNightshiftError, type NightshiftError } from '../../src/index.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
@@ -299,7 +299,6 @@ describe('enqueue: jobs that could never run, and trace contexts (issue 11, bug 
     expect(err.issues.map((i) => i.path)).toContain(field);
     expect(await t.jobCount()).toBe(before);
   });
-
 });
 
 describe('defineCheck and the watchdog API: every problem named, nothing written', () => {
@@ -321,13 +320,18 @@ describe('defineCheck and the watchdog API: every problem named, nothing written
   ])('%s: NS_CONFIG_INVALID at %s', async (_what, options, path) => {
     const err = await failure(() => defineCheck(options as never));
     expect(err.code).toBe('NS_CONFIG_INVALID');
-    expect(err.issues.map((i) => i.path), err.message).toContain(path);
+    expect(
+      err.issues.map((i) => i.path),
+      err.message,
+    ).toContain(path);
   });
 
   it('a check naming a notifier that does not exist: NS_CONFIG_INVALID with a did-you-mean, at client construction', async () => {
     const c = defineCheck({ name: 'c', every: '1m', notify: ['opps'], run });
     const { webhookNotifier } = await import('../../src/index.js');
-    const err = await failure(() => createNightshift({ databaseUrl: t.url, schema: t.schema, logger: silentLogger(), checks: [c], watchdog: { notifiers: [webhookNotifier({ name: 'ops', url: 'https://x.example/h', secret: 's' })] } }));
+    const err = await failure(() =>
+      createNightshift({ databaseUrl: t.url, schema: t.schema, logger: silentLogger(), checks: [c], watchdog: { notifiers: [webhookNotifier({ name: 'ops', url: 'https://x.example/h', secret: 's' })] } }),
+    );
     expect(err.issues).toEqual([{ path: 'c.notify.0', message: 'no notifier named "opps"; did you mean "ops"?' }]);
   });
 

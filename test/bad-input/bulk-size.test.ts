@@ -17,7 +17,10 @@ describe('enqueueMany chunks by bytes', () => {
     const ns = t.client({ jobs: [any] });
     const big = 'x'.repeat(1_000_000);
     // 300 MB of payloads: one JSON parameter of that size passes jsonb's 256 MB limit.
-    const results = await ns.enqueueMany(any, Array.from({ length: 300 }, (_, i) => ({ i, big })));
+    const results = await ns.enqueueMany(
+      any,
+      Array.from({ length: 300 }, (_, i) => ({ i, big })),
+    );
     expect(results).toHaveLength(300);
     expect(new Set(results.map((r) => r.id)).size).toBe(300);
     const ids = results.map((r) => r.id);

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useTestDatabase } from '../support/db.js';
 import { cliInProcess as cli } from '../cli/in-process.js';
+import { useTestDatabase } from '../support/db.js';
 
 // Entry point: the `nightshift` CLI (runCli in this process — what the binary adds is in
 // test/cli/binary.test.ts — on the CLI tests' app in test/fixtures/cli-app). A bad flag value or

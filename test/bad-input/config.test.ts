@@ -1,10 +1,10 @@
-import { afterAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineCheck, defineConfig, defineDaemon, defineJob, defineSchedule, isNightshiftError, webhookNotifier, type NightshiftError } from '../../src/index.js';
 import { loadConfig } from '../../src/config/load-config.js';
+import { defineCheck, defineConfig, defineDaemon, defineJob, defineSchedule, isNightshiftError, webhookNotifier, type NightshiftError } from '../../src/index.js';
 
 // Entry point: the config file (defineConfig and the loader). Every mistake is reported at once,
 // each under its path in the file, with code NS_CONFIG_INVALID; nothing connects. The CLI's own
@@ -71,7 +71,10 @@ describe('defineConfig: every mistake under its path', () => {
   ])('%s: NS_CONFIG_INVALID at %s', (_what, config, path) => {
     const err = problems(config);
     expect(err.code).toBe('NS_CONFIG_INVALID');
-    expect(err.issues.map((i) => i.path), err.message).toContain(path);
+    expect(
+      err.issues.map((i) => i.path),
+      err.message,
+    ).toContain(path);
   });
 
   it('suggests the check a role meant, and the built-in key a typo meant', () => {

@@ -1,5 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
 import { Database } from '../../src/db/database.js';
 import { isKeyRace } from '../../src/db/dedupe-sql.js';
 import { run, sql } from '../../src/db/executor.js';

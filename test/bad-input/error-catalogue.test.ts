@@ -1,6 +1,6 @@
-import { describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
 import { exitCodeFor } from '../../src/cli/exit-codes.js';
 import { NIGHTSHIFT_ERROR_CODES, NightshiftError, type NightshiftErrorCode } from '../../src/errors.js';
 

@@ -42,7 +42,19 @@ const table: [what: string, make: () => unknown, how: 'throw' | 'return', state:
   ['an error whose message has NUL bytes and lone surrogates', () => new Error('nul\u0000 and \ud800 lone'), 'throw', 'discarded'],
   ['a string with NUL bytes', () => 'plain\u0000string', 'throw', 'discarded'],
   ['a megabyte-long message', () => new Error('x'.repeat(1_048_576)), 'throw', 'discarded'],
-  ['an object whose toJSON and toString throw', () => ({ toJSON() { throw new Error('toJSON'); }, toString() { throw new Error('toString'); } }), 'throw', 'discarded'],
+  [
+    'an object whose toJSON and toString throw',
+    () => ({
+      toJSON() {
+        throw new Error('toJSON');
+      },
+      toString() {
+        throw new Error('toString');
+      },
+    }),
+    'throw',
+    'discarded',
+  ],
   ['an object with no prototype', () => Object.create(null), 'throw', 'discarded'],
   ['a symbol', () => Symbol('sym'), 'throw', 'discarded'],
   ['undefined', () => undefined, 'throw', 'discarded'],

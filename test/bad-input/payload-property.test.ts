@@ -102,13 +102,16 @@ describe('payload round trip (properties)', () => {
   it('strings with NUL or lone surrogates are refused wherever they are', async () => {
     const ns = t.client({ jobs: [any] });
     await fc.assert(
-      fc.asyncProperty(withSurrogates.filter((v) => !storable(v)), async (value) => {
-        const err = await ns.enqueue(any, value).then(
-          () => undefined,
-          (e: unknown) => e as { code: string },
-        );
-        expect(err?.code).toBe('NS_PAYLOAD_INVALID');
-      }),
+      fc.asyncProperty(
+        withSurrogates.filter((v) => !storable(v)),
+        async (value) => {
+          const err = await ns.enqueue(any, value).then(
+            () => undefined,
+            (e: unknown) => e as { code: string },
+          );
+          expect(err?.code).toBe('NS_PAYLOAD_INVALID');
+        },
+      ),
       { numRuns: 100 },
     );
   });

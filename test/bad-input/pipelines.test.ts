@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createNightshift, defineConfig, definePipeline, directoryStore, type Issue } from '../../src/index.js';
 import { drain } from '../../src/testing/index.js';
-import { useTestDatabase } from '../support/db.js';
 import { tempStore } from '../pipelines/support.js';
+import { useTestDatabase } from '../support/db.js';
 
 const t = useTestDatabase('bip');
 t.migrateBeforeAll();
@@ -20,7 +20,11 @@ function issuesOf(fn: () => unknown): { code: string; paths: string[] } {
 
 describe('definePipeline refuses bad definitions, naming every problem at once', () => {
   it.each([
-    ['a bad name, an unknown option, a bad queue, retention and deadline', () => definePipeline({ name: 'has space', queu: 'x', queue: 'a b', retention: '3 days', deadline: 10 } as never), ['queu', 'name', 'queue', 'deadline', 'retention']],
+    [
+      'a bad name, an unknown option, a bad queue, retention and deadline',
+      () => definePipeline({ name: 'has space', queu: 'x', queue: 'a b', retention: '3 days', deadline: 10 } as never),
+      ['queu', 'name', 'queue', 'deadline', 'retention'],
+    ],
     ['a key that is not a schema and a bad store', () => definePipeline({ name: 'p', key: 'string' as never, store: {} as never }), ['key', 'store']],
     ['kind settings the job core refuses', () => definePipeline({ name: 'p', maxAttempts: 0, backoff: { factor: 0.5 }, timeoutMs: -1 }), ['timeoutMs', 'maxAttempts', 'backoff.factor']],
     ['maxOutputBytes and maxItems out of range', () => definePipeline({ name: 'p', maxOutputBytes: 0, maxItems: 1.5 }), ['maxOutputBytes', 'maxItems']],
@@ -78,7 +82,10 @@ describe('the admin API refuses bad input and writes nothing', () => {
 
   it('refuses bad listings, selectors and restart steps', async () => {
     const ns = t.client({ pipelines: [p] });
-    await expect(ns.pipelines.listRuns({ state: 'done' as never, limit: 0, beforeId: 'x' })).rejects.toMatchObject({ code: 'NS_OPTIONS_INVALID', issues: [{ path: 'limit' }, { path: 'state' }, { path: 'beforeId' }] });
+    await expect(ns.pipelines.listRuns({ state: 'done' as never, limit: 0, beforeId: 'x' })).rejects.toMatchObject({
+      code: 'NS_OPTIONS_INVALID',
+      issues: [{ path: 'limit' }, { path: 'state' }, { path: 'beforeId' }],
+    });
     await expect(ns.pipelines.getRun('adm', '1', { runId: 'abc' })).rejects.toMatchObject({ code: 'NS_OPTIONS_INVALID' });
     await expect(ns.pipelines.getRunById('0')).rejects.toMatchObject({ code: 'NS_OPTIONS_INVALID' });
     await ns.pipelines.start(p, '5', { n: 5 });
@@ -99,6 +106,10 @@ describe('the admin API refuses bad input and writes nothing', () => {
     // Each fails on its first attempt (a name or a value does not get better by retrying).
     expect(r.jobs.filter((j) => j.status === 'discarded').map((j) => j.attempt)).toEqual([1, 1, 1]);
     const run = await ns.pipelines.getRun('badart', 'k');
-    expect(run.stepList.map((s) => [s.name, s.state, s.error?.code])).toEqual([['a', 'failed', 'NS_OPTIONS_INVALID'], ['b', 'failed', 'NS_OPTIONS_INVALID'], ['c', 'failed', 'NS_PAYLOAD_INVALID']]);
+    expect(run.stepList.map((s) => [s.name, s.state, s.error?.code])).toEqual([
+      ['a', 'failed', 'NS_OPTIONS_INVALID'],
+      ['b', 'failed', 'NS_OPTIONS_INVALID'],
+      ['c', 'failed', 'NS_PAYLOAD_INVALID'],
+    ]);
   });
 });

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { isNightshiftError, type NightshiftError } from '../../src/errors.js';
 import { defineStream } from '../../src/streams/define-stream.js';
 import { StreamClient } from '../../src/streams/stream-client.js';
-import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { useStreams } from '../streams/harness.js';
+import { describeWithRedis, useRedisServer } from '../support/redis.js';
 
 // Entry point: the stream producer (defineStream, StreamClient, publish). Each bad input gets a
 // typed error with a stable code and adds no entry. Cases already in test/streams/publish.test.ts

@@ -1,11 +1,11 @@
-import { afterAll, describe, expect, it } from 'vitest';
-import { createServer, type Server } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createNightshift, defineStream, isNightshiftError, type NightshiftError } from '../../src/index.js';
 import { loadConfig } from '../../src/config/load-config.js';
+import { createNightshift, defineStream, isNightshiftError, type NightshiftError } from '../../src/index.js';
 import { publishEntry } from '../../src/streams/stream-publisher.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { useTestDatabase } from '../support/db.js';
@@ -107,7 +107,7 @@ describe('publish errors are worded for streams', () => {
     }
   });
 
-  it("an oversized payload names the stream and its maxPayloadBytes", async () => {
+  it('an oversized payload names the stream and its maxPayloadBytes', async () => {
     const blobs = defineStream({ name: 'blobs', payload: z.object({ data: z.string() }), maxPayloadBytes: 100 });
     const err = await rejection(publishEntry(unreachable, blobs, { data: 'x'.repeat(200) }, undefined));
     expect(err.code).toBe('NS_PAYLOAD_TOO_LARGE');

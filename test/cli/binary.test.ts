@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestDatabase } from '../support/db.js';
 import { cli, CLI_APP, CLI_ENTRY } from '../support/cli.js';
+import { useTestDatabase } from '../support/db.js';
 import { startScript } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
 
@@ -21,7 +21,11 @@ const jobState = async (id: string) => (await t.sql.query(`SELECT state FROM "${
 
 /** The newest modification time of a file under `dir`. */
 function newest(dir: string): number {
-  return Math.max(...readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => statSync(join(e.parentPath, e.name)).mtimeMs));
+  return Math.max(
+    ...readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => statSync(join(e.parentPath, e.name)).mtimeMs),
+  );
 }
 
 beforeAll(async () => {

@@ -129,7 +129,9 @@ describe('nightshift CLI', () => {
       // The worker runs in this process; the short commands do not register themselves.
       const me = JSON.parse(workers.stdout).find((p: { pid: number }) => p.pid === process.pid);
       expect(me).toMatchObject({ roles: ['outbox-worker'], info: { kinds: ['outbox-event'], queues: ['outbox'] } });
-      await waitFor('the daemon to be elected', async () => JSON.parse((await run(['daemons', '--json'])).stdout).some((l: { name: string; status: string }) => l.name === 'daemon:refresh-seeds' && l.status === 'leading'));
+      await waitFor('the daemon to be elected', async () =>
+        JSON.parse((await run(['daemons', '--json'])).stdout).some((l: { name: string; status: string }) => l.name === 'daemon:refresh-seeds' && l.status === 'leading'),
+      );
       expect(await jobState(other)).toBe('available');
       worker.stop('SIGTERM');
       expect((await worker.ended).code).toBe(0);

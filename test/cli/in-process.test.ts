@@ -84,18 +84,30 @@ describe('stop requests', () => {
   it('untilStopped: 0 after a graceful stop, 1 if the stop fails, 1 at once on a second request', async () => {
     const notes: string[] = [];
     const graceful = new StopRequests();
-    const a = untilStopped(graceful, (n) => notes.push(n), async () => undefined);
+    const a = untilStopped(
+      graceful,
+      (n) => notes.push(n),
+      async () => undefined,
+    );
     graceful.request('SIGTERM');
     expect(await a.done).toBe(0);
 
     const failing = new StopRequests();
-    const b = untilStopped(failing, (n) => notes.push(n), async () => Promise.reject(new Error('pool gone')));
+    const b = untilStopped(
+      failing,
+      (n) => notes.push(n),
+      async () => Promise.reject(new Error('pool gone')),
+    );
     failing.request('SIGTERM');
     expect(await b.done).toBe(1);
 
     const twice = new StopRequests();
     let release!: () => void;
-    const c = untilStopped(twice, (n) => notes.push(n), () => new Promise<void>((r) => (release = r)));
+    const c = untilStopped(
+      twice,
+      (n) => notes.push(n),
+      () => new Promise<void>((r) => (release = r)),
+    );
     twice.request('SIGTERM');
     twice.request('SIGINT');
     expect(await c.done).toBe(1);

@@ -1,11 +1,11 @@
-import { describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineConsumer, defineDaemon, defineJob, defineStream, isNightshiftError, type NightshiftError } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
-import { cliInProcess as cli } from './in-process.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
+import { cliInProcess as cli } from './in-process.js';
 
 // What users asked for while rebuilding the seeds (issue 11): `jobs run-now` for a job due later
 // or debounced, an audited `enqueue` from the CLI, and `workers` showing what each process runs
@@ -23,7 +23,10 @@ async function audit(target: string): Promise<{ actor: string; action: string; r
 }
 
 async function rejection(p: Promise<unknown>): Promise<NightshiftError> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(isNightshiftError(err), String(err)).toBe(true);
   return err as NightshiftError;
 }

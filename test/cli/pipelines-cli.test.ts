@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { drain } from '../../src/testing/index.js';
-import { useTestDatabase } from '../support/db.js';
 import { report } from '../fixtures/pipelines-app/report.js';
+import { useTestDatabase } from '../support/db.js';
 import { cliInProcess } from './in-process.js';
 
 const t = useTestDatabase('plcli');
@@ -30,11 +30,22 @@ describe('nightshift pipelines', () => {
     expect(human.stdout).toMatch(/report\s+2026-11-29\s+succeeded\s+1\s+3\/3/);
     const show = await run(['show', 'report', '2026-11-29']);
     expect(show.code, show.stderr).toBe(0);
-    for (const line of [/^state\s+succeeded$/m, /^load\s+succeeded\s+1\s+\d+ completed/m, /^total\s+load\s+succeeded/m, /^email\s+total\s+optional effect\s+succeeded/m, /rows\.json\s+load\s+\d+\s+[0-9a-f]{64}/, /total\.csv\s+total/]) {
+    for (const line of [
+      /^state\s+succeeded$/m,
+      /^load\s+succeeded\s+1\s+\d+ completed/m,
+      /^total\s+load\s+succeeded/m,
+      /^email\s+total\s+optional effect\s+succeeded/m,
+      /rows\.json\s+load\s+\d+\s+[0-9a-f]{64}/,
+      /total\.csv\s+total/,
+    ]) {
       expect(show.stdout).toMatch(line);
     }
     const json = JSON.parse((await run(['show', 'report', '2026-11-29', '--json'])).stdout);
-    expect(json.stepList.map((s: { name: string; outputBytes: number }) => [s.name, s.outputBytes > 0])).toEqual([['load', true], ['total', true], ['email', true]]);
+    expect(json.stepList.map((s: { name: string; outputBytes: number }) => [s.name, s.outputBytes > 0])).toEqual([
+      ['load', true],
+      ['total', true],
+      ['email', true],
+    ]);
     const ok = await run(['verify', 'report', '2026-11-29']);
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toContain('all 2 artifact(s)');
@@ -58,7 +69,13 @@ describe('nightshift pipelines', () => {
     expect(r.stdout).toContain('2 of 2 artifact(s) differ: rows.json (changed), total.csv (missing)');
     const j = await run(['verify', 'report', '2026-11-30', '--json']);
     expect(j.code).toBe(1);
-    expect(JSON.parse(j.stdout)).toMatchObject({ ok: false, artifacts: [{ name: 'rows.json', status: 'changed' }, { name: 'total.csv', status: 'missing' }] });
+    expect(JSON.parse(j.stdout)).toMatchObject({
+      ok: false,
+      artifacts: [
+        { name: 'rows.json', status: 'changed' },
+        { name: 'total.csv', status: 'missing' },
+      ],
+    });
   });
 
   it('reruns a failed run, restarts from a step, and cancels a running one', async () => {

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
 import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/db.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';

@@ -1,14 +1,14 @@
-import { afterAll, describe, expect, it } from 'vitest';
-import { createServer, type Server } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../../src/index.js';
-import { useTestDatabase } from '../support/db.js';
 import { CLI_APP } from '../support/cli.js';
-import { cliInProcess as cli, withProcessEnv } from './in-process.js';
+import { useTestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
+import { cliInProcess as cli, withProcessEnv } from './in-process.js';
 
 // Bug 12 of issue 11, the CLI's side: each of these printed a raw error with its stack, or the
 // wrong code, or the wrong exit code. Now: `error NS_…: message` with a hint, no stack, and the

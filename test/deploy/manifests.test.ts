@@ -40,9 +40,7 @@ interface K8sObject {
 }
 
 function yamlFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? yamlFiles(join(dir, e.name)) : /\.ya?ml$/.test(e.name) ? [join(dir, e.name)] : [],
-  );
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? yamlFiles(join(dir, e.name)) : /\.ya?ml$/.test(e.name) ? [join(dir, e.name)] : []));
 }
 
 function load(file: string): K8sObject[] {
@@ -50,7 +48,11 @@ function load(file: string): K8sObject[] {
 }
 
 const manifests = readdirSync(K8S).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
-const workloads = manifests.flatMap((f) => load(join(K8S, f)).filter((o) => o.spec?.template).map((o) => ({ file: f, o, pod: o.spec!.template! })));
+const workloads = manifests.flatMap((f) =>
+  load(join(K8S, f))
+    .filter((o) => o.spec?.template)
+    .map((o) => ({ file: f, o, pod: o.spec!.template! })),
+);
 
 /** The value after `--flag` in a command. */
 const flag = (command: string[], name: string) => {

@@ -2,8 +2,8 @@
 // would paste it into a project that depends on nightshift (CONTRIBUTING.md, "Code blocks in
 // docs", states the rules checked here). One program compiles all of them.
 import { describe, expect, it } from 'vitest';
-import { docBlocks, docFiles, ROOT, sourceRegion, TYPESCRIPT, type DocBlock } from './doc-blocks.js';
 import { compileBlocks } from './compile-blocks.js';
+import { docBlocks, docFiles, ROOT, sourceRegion, TYPESCRIPT, type DocBlock } from './doc-blocks.js';
 
 /** Languages that are not compiled: shell, SQL and the like. A fence must name its language. */
 const NOT_COMPILED = new Set(['sh', 'bash', 'shell', 'console', 'sql', 'ini', 'promql', 'mermaid', 'json', 'yaml', 'yml', 'text', 'diff', 'toml', 'dockerfile']);

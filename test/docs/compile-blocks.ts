@@ -96,8 +96,6 @@ export function compileBlocks(blocks: DocBlock[]): { results: BlockResult[]; pre
     // Line n (0-based) of the file is line n - 1 of the block, and line fenceLine + n of the doc.
     errors: diagnostics(blockFile(block)).map((d) => format(d, (line, col) => `${block.doc}:${block.fenceLine + line}:${col + 1}`)),
   }));
-  const prelude = [...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics(), ...diagnostics(PRELUDE)].map((d) =>
-    format(d, (line, col) => `test/docs/prelude.ts:${line + 1}:${col + 1}`),
-  );
+  const prelude = [...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics(), ...diagnostics(PRELUDE)].map((d) => format(d, (line, col) => `test/docs/prelude.ts:${line + 1}:${col + 1}`));
   return { results, prelude, files: program.getSourceFiles().map((f) => f.fileName) };
 }

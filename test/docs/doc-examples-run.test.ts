@@ -2,10 +2,10 @@
 // runs it, against this file's schema of the test database; every config-file example passes
 // defineConfig's validation (references between roles, jobs, schedules and daemons included).
 import { readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
 import * as nightshift from 'nightshift';
 import type { JobOptions, Nightshift, NightshiftOptions, PayloadSchema } from 'nightshift';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { useTestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
 import { docBlocks, docFiles, ROOT, TYPESCRIPT } from './doc-blocks.js';

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 /**
  * `npm run faults`: runs every fault scenario at full size against a PostgreSQL of its own
  * (embedded, on loopback; it is restarted by some scenarios) and prints the table of figures.
@@ -12,13 +13,12 @@
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { randomBytes } from 'node:crypto';
 import { startEmbeddedPostgres } from '../../src/dev/embedded-postgres.js';
-import { Random, runSeed } from './harness/random.js';
-import { passed, runScenario, type ScenarioResult } from './harness/scenario.js';
-import { resultDetail, resultTable } from './harness/report.js';
-import { SCENARIOS } from './scenarios/index.js';
 import { runModel } from '../model/run-model.js';
+import { Random, runSeed } from './harness/random.js';
+import { resultDetail, resultTable } from './harness/report.js';
+import { passed, runScenario, type ScenarioResult } from './harness/scenario.js';
+import { SCENARIOS } from './scenarios/index.js';
 
 const args = process.argv.slice(2);
 const size = args.includes('--short') ? 'short' : 'full';
@@ -34,7 +34,11 @@ if (args.includes('--model')) {
   process.exit();
 }
 
-log(`fault scenarios, ${size} size, seed ${seed} (FAULTS_SEED=${seed} replays it); ${cpus().length} cores, load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+log(
+  `fault scenarios, ${size} size, seed ${seed} (FAULTS_SEED=${seed} replays it); ${cpus().length} cores, load ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 const server = await startEmbeddedPostgres({ flags: ['-c', 'fsync=off', '-c', 'full_page_writes=off'] });
 const results: ScenarioResult[] = [];
 try {
@@ -73,6 +77,10 @@ try {
 console.log(resultTable(results));
 console.log('');
 for (const r of results) console.log(`${resultDetail(r)}\n`);
-console.log(`seed ${seed}; ${cpus().length} cores; load average at the end ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `seed ${seed}; ${cpus().length} cores; load average at the end ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
 if (jsonArg) writeFileSync(jsonArg, JSON.stringify({ seed, size, cores: cpus().length, results }, null, 2));
 process.exitCode = results.every(passed) ? 0 : 1;

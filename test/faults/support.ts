@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '../../src/dev/embedded-postgres.js';
 import { Random, runSeed } from './harness/random.js';
 import { resultDetail, resultTable } from './harness/report.js';

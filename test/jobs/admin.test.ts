@@ -35,11 +35,18 @@ describe('admin operations', () => {
   it('gets a job, and reports a missing or malformed id', async () => {
     const ns = t.client({ jobs: [noop] });
     expect(await codeOf(ns.getJob('999999999'))).toBe('NS_JOB_NOT_FOUND');
-    expect(await codeOf(ns.getJob("1; DROP TABLE jobs"))).toBe('NS_OPTIONS_INVALID');
+    expect(await codeOf(ns.getJob('1; DROP TABLE jobs'))).toBe('NS_OPTIONS_INVALID');
   });
 
   it('retries a discarded job now, audited with actor and reason', async () => {
-    const fails = defineJob({ kind: 'fails-once', payload, maxAttempts: 1, run: async (_p, ctx) => { if (ctx.attempt === 1) throw new Error('first'); } });
+    const fails = defineJob({
+      kind: 'fails-once',
+      payload,
+      maxAttempts: 1,
+      run: async (_p, ctx) => {
+        if (ctx.attempt === 1) throw new Error('first');
+      },
+    });
     const ns = t.client({ jobs: [fails] });
     const { id } = await ns.enqueue(fails, { n: 1 });
     await ns.start();
@@ -107,7 +114,12 @@ describe('admin operations', () => {
 
   it('retries every discarded job of a kind in bulk, with a dry run first', async () => {
     const ns = t.client({ jobs: [noop] });
-    const ids = (await ns.enqueueMany(noop, Array.from({ length: 1_200 }, (_, n) => ({ n })))).map((r) => r.id);
+    const ids = (
+      await ns.enqueueMany(
+        noop,
+        Array.from({ length: 1_200 }, (_, n) => ({ n })),
+      )
+    ).map((r) => r.id);
     await t.sql.query(`UPDATE ${q()}.jobs SET state = 'discarded', finished_at = now() WHERE id = ANY($1::bigint[])`, [ids]);
     expect(await ns.retryJobs({ kind: 'noop', dryRun: true })).toBe(1_200);
     expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[]) AND state = 'discarded'`, [ids])).rows[0].n).toBe(1_200);

@@ -17,7 +17,12 @@ describe('retention.completed = 0', () => {
     const ns = t.client({ jobs: [job], retention: { completed: 0 } });
     const completed: string[] = [];
     ns.on((e: NightshiftEvent) => e.type === 'job.completed' && completed.push(e.jobId));
-    const ids = (await ns.enqueueMany(job, Array.from({ length: 50 }, (_, n) => ({ n })))).map((r) => r.id);
+    const ids = (
+      await ns.enqueueMany(
+        job,
+        Array.from({ length: 50 }, (_, n) => ({ n })),
+      )
+    ).map((r) => r.id);
     await ns.start();
     await waitFor('every job to complete', () => completed.length === 50);
     const left = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[])`, [ids]);

@@ -1,7 +1,7 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import pino from 'pino';
-import { Writable } from 'node:stream';
 import { defineJob, hold, type JobContext } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';

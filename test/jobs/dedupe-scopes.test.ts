@@ -30,8 +30,7 @@ async function claimAsCrashedWorker(queue: string, kinds: string[], n: number) {
   }
 }
 
-const kindOf = (name: string, scope?: DedupeScope, run: () => unknown = () => undefined) =>
-  defineJob({ kind: name, payload, queue: name, ...(scope ? { dedupeScope: scope } : {}), run });
+const kindOf = (name: string, scope?: DedupeScope, run: () => unknown = () => undefined) => defineJob({ kind: name, payload, queue: name, ...(scope ? { dedupeScope: scope } : {}), run });
 
 describe("the 'pending' scope: a follow-up takes a running job's key", () => {
   // Issue 11, bug 2: the running job could then not be rescued (unique violation), and the
@@ -86,7 +85,7 @@ describe("the 'pending' scope: a follow-up takes a running job's key", () => {
     release();
     await waitFor('the failed job to be retried and complete', async () => (await job(first.id)).state === 'completed');
     expect(runs.filter((v) => v === 1)).toHaveLength(2);
-    expect((await job(followUp.id))).toMatchObject({ state: 'available', dedupe_key: 'k' });
+    expect(await job(followUp.id)).toMatchObject({ state: 'available', dedupe_key: 'k' });
   });
 
   it("an operator's retry of a finished job whose key is taken runs it without the key, and a bulk retry does too", async () => {

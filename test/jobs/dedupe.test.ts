@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
 import pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';

@@ -84,7 +84,9 @@ describe('finished jobs live in jobs_history (migration 0008)', () => {
     const keptId = (await ns.enqueue(kept, {})).id;
     await drain(ns);
     // Three days ago: that day's partition takes them (moving rows between partitions on update).
-    await t.sql.query(`UPDATE ${q()}.jobs_history SET finished_at = date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '3 days' + interval '1 hour' WHERE id = ANY($1::bigint[])`, [[...ids, keptId]]);
+    await t.sql.query(`UPDATE ${q()}.jobs_history SET finished_at = date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' - interval '3 days' + interval '1 hour' WHERE id = ANY($1::bigint[])`, [
+      [...ids, keptId],
+    ]);
     const day = `jobs_history_completed_p${dayName(3)}`;
     expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.${day}`)).rows[0].n).toBe(6);
     const pruned = await ns.prune();
@@ -116,7 +118,11 @@ describe('finished jobs live in jobs_history (migration 0008)', () => {
 
   it('refuses a retention it cannot apply before any statement runs, naming the state and the fix', async () => {
     const ns = t.client();
-    const code = (p: Promise<unknown>) => p.then(() => 'resolved', (e: { code?: string; message?: string }) => `${e.code}: ${e.message}`);
+    const code = (p: Promise<unknown>) =>
+      p.then(
+        () => 'resolved',
+        (e: { code?: string; message?: string }) => `${e.code}: ${e.message}`,
+      );
     expect(await code(ns.prune({ completed: -1 }))).toMatch(/^NS_OPTIONS_INVALID: .*completed: must be a whole number of milliseconds/s);
     expect(await code(ns.prune({ completd: 1 } as never))).toMatch(/^NS_OPTIONS_INVALID: .*completd.*completed/s);
     expect(await code(ns.prune({ completed: '1d' } as never))).toMatch(/^NS_OPTIONS_INVALID/);

@@ -38,7 +38,10 @@ describe('leases and fencing tokens', () => {
     });
     const a = t.client({ jobs: [job], concurrency: 10, owner: 'worker-a' });
     const b = t.client({ jobs: [job], concurrency: 10, owner: 'worker-b' });
-    await a.enqueueMany(job, Array.from({ length: 1_000 }, (_, n) => ({ n })));
+    await a.enqueueMany(
+      job,
+      Array.from({ length: 1_000 }, (_, n) => ({ n })),
+    );
     await Promise.all([a.start(), b.start()]);
     await waitFor('all jobs to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'race' AND state = 'completed'`)).rows[0].n === 1_000);
     expect(overlaps).toBe(0);
@@ -131,11 +134,7 @@ describe('leases and fencing tokens', () => {
     const amo = defineJob({ kind: 'amo', payload, queue: 'rescue', delivery: 'at-most-once', run: async () => gate });
     const last = defineJob({ kind: 'last', payload, queue: 'rescue', maxAttempts: 1, run: async () => gate });
     const holder = t.client({ jobs: [alo, amo, last], concurrency: 3, leaseMs: 3_600_000, heartbeatMs: 1_200_000, maintenance: false });
-    const ids = [
-      (await holder.enqueue(alo, { n: 1 })).id,
-      (await holder.enqueue(amo, { n: 2 })).id,
-      (await holder.enqueue(last, { n: 3 })).id,
-    ];
+    const ids = [(await holder.enqueue(alo, { n: 1 })).id, (await holder.enqueue(amo, { n: 2 })).id, (await holder.enqueue(last, { n: 3 })).id];
     await holder.start();
     // Running, their starts recorded (the worker records a start once the handler has run 100 ms;
     // a lease lost before that gives the attempt back: test/jobs/unstarted-rescue.test.ts).

@@ -15,7 +15,10 @@ describe('several worker processes', () => {
     await t.sql.query(`CREATE TABLE ${q()}.effects (job_id bigint, attempt int, pid int, token bigint, at timestamptz DEFAULT clock_timestamp())`);
     const producer = t.client({ jobs: [effect] });
     const total = 3_000;
-    await producer.enqueueMany(effect, Array.from({ length: total }, (_, n) => ({ n, workMs: 2 })));
+    await producer.enqueueMany(
+      effect,
+      Array.from({ length: total }, (_, n) => ({ n, workMs: 2 })),
+    );
     const env = { DATABASE_URL: t.url, NS_SCHEMA: t.schema, NS_LEASE_MS: '2000', NS_HEARTBEAT_MS: '500', NS_MAINTENANCE_MS: '300' };
     const procs: Proc[] = [0, 1, 2].map(() => startScript('test/fixtures/effect-worker.ts', env));
     try {
@@ -24,11 +27,9 @@ describe('several worker processes', () => {
       await waitFor('the victim to have done some work', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.effects WHERE pid = $1`, [victim.pid])).rows[0].n >= 100);
       victim.kill('SIGKILL');
       await victim.exited;
-      await waitFor(
-        'every job to complete',
-        async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'effect' AND state = 'completed'`)).rows[0].n === total,
-        { timeoutMs: 120_000 },
-      );
+      await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'effect' AND state = 'completed'`)).rows[0].n === total, {
+        timeoutMs: 120_000,
+      });
       // Nothing lost: every job's effect is there.
       const missing = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all j WHERE kind = 'effect' AND NOT EXISTS (SELECT 1 FROM ${q()}.effects e WHERE e.job_id = j.id)`);
       expect(missing.rows[0].n).toBe(0);
@@ -54,7 +55,12 @@ describe('several worker processes', () => {
   it('a SIGTERMed worker finishes or hands back its jobs and exits', async () => {
     await t.sql.query(`CREATE TABLE IF NOT EXISTS ${q()}.effects (job_id bigint, attempt int, pid int, token bigint, at timestamptz DEFAULT clock_timestamp())`);
     const producer = t.client({ jobs: [effect] });
-    const ids = (await producer.enqueueMany(effect, Array.from({ length: 200 }, (_, n) => ({ n: 10_000 + n, workMs: 50 })))).map((r) => r.id);
+    const ids = (
+      await producer.enqueueMany(
+        effect,
+        Array.from({ length: 200 }, (_, n) => ({ n: 10_000 + n, workMs: 50 })),
+      )
+    ).map((r) => r.id);
     const proc = startScript('test/fixtures/effect-worker.ts', { DATABASE_URL: t.url, NS_SCHEMA: t.schema, NS_CONCURRENCY: '50', NS_GRACE_MS: '2000' });
     try {
       await proc.waitForLine('ready');

@@ -21,8 +21,14 @@ describe('one process, several queues, one slot pool', () => {
     const mk = (q: string) => defineJob({ kind: `mq-${q}`, payload, queue: `mq-${q}`, run: () => undefined });
     const [a, b, c] = [mk('a'), mk('b'), mk('c')];
     const ns = t.client({ jobs: [a, b, c], concurrency: 2, pollIntervalMs: 200 });
-    await ns.enqueueMany(b, Array.from({ length: 5 }, (_, n) => ({ n })));
-    await ns.enqueueMany(c, Array.from({ length: 5 }, (_, n) => ({ n })));
+    await ns.enqueueMany(
+      b,
+      Array.from({ length: 5 }, (_, n) => ({ n })),
+    );
+    await ns.enqueueMany(
+      c,
+      Array.from({ length: 5 }, (_, n) => ({ n })),
+    );
     await ns.start();
     expect(ns.workedQueues).toEqual(['mq-a', 'mq-b', 'mq-c']);
     await waitFor('every job of queues b and c to complete', async () => (await states('mq-b')).completed === 5 && (await states('mq-c')).completed === 5, { timeoutMs: 30_000 });
@@ -41,10 +47,16 @@ describe('one process, several queues, one slot pool', () => {
     });
     const other = defineJob({ kind: 'mq-other', payload, queue: 'mq-other', run: () => undefined });
     const ns = t.client({ jobs: [busy, other], concurrency: 4, pollIntervalMs: 100 });
-    await ns.enqueueMany(busy, Array.from({ length: 20_000 }, (_, n) => ({ n })));
+    await ns.enqueueMany(
+      busy,
+      Array.from({ length: 20_000 }, (_, n) => ({ n })),
+    );
     await ns.start();
     await waitFor('the busy queue to run', () => busyRuns > 200);
-    await ns.enqueueMany(other, Array.from({ length: 3 }, (_, n) => ({ n })));
+    await ns.enqueueMany(
+      other,
+      Array.from({ length: 3 }, (_, n) => ({ n })),
+    );
     await waitFor('the other queue to complete its jobs', async () => (await states('mq-other')).completed === 3, { timeoutMs: 60_000 });
     // It did not wait for the backlog: the busy queue still had work when the other finished.
     expect((await states('mq-busy')).available ?? 0).toBeGreaterThan(0);
@@ -68,7 +80,10 @@ describe('handlers that ignore their abort signal', () => {
       const ids = (await ns.enqueueMany(stubborn, [{ n: 1 }, { n: 2 }])).map((r) => r.id);
       await ns.start();
       await waitFor('both stubborn jobs to be discarded by their timeout', async () => (await states('stuck-stubborn')).discarded === 2);
-      await ns.enqueueMany(normal, Array.from({ length: 10 }, (_, n) => ({ n })));
+      await ns.enqueueMany(
+        normal,
+        Array.from({ length: 10 }, (_, n) => ({ n })),
+      );
       await waitFor('the other jobs to run although two handlers never returned', async () => (await states('stuck-normal')).completed === 10);
       // One freed slot may run all ten before the other handler's grace period ends: wait for both reports.
       await waitFor('both handlers reported stuck', () => stuckEvents.length === 2);

@@ -48,7 +48,11 @@ async function setUp() {
   const ns = t.client({ jobs: [job] });
   /** Enqueues `n` jobs of a queue of the test's own and claims them, the first `startNow` recorded as started. */
   const claim = async (queue: string, n: number, startNow = n): Promise<ClaimedRow[]> => {
-    await ns.enqueueMany(job, Array.from({ length: n }, (_, i) => ({ n: i })), { queue });
+    await ns.enqueueMany(
+      job,
+      Array.from({ length: n }, (_, i) => ({ n: i })),
+      { queue },
+    );
     const rows = await db.jobs.claim({ queue, kinds: ['oc'], limit: n, owner: 'outcomes-test', leaseMs: 60_000 });
     const started = rows.slice(0, startNow);
     if (started.length > 0) await db.jobs.start({ ids: started.map((r) => r.id), tokens: started.map((r) => r.lease_token) });
@@ -117,7 +121,12 @@ describe('Outcomes: the one writer of a claimed job’s end', () => {
     expect(await s.stored(started!.id)).toMatchObject({ state: 'available', attempt: 1 });
     expect(await s.stored(held!.id)).toMatchObject({ state: 'available', attempt: 0 });
     expect((await s.stored(done!.id)).state).toBe('completed');
-    expect(s.seen.filter((e) => e.type === 'job.released').map((e) => (e as { jobId: string }).jobId).sort()).toEqual([started!.id, held!.id].sort());
+    expect(
+      s.seen
+        .filter((e) => e.type === 'job.released')
+        .map((e) => (e as { jobId: string }).jobId)
+        .sort(),
+    ).toEqual([started!.id, held!.id].sort());
     expect(js.end).toBe('handed-back');
     expect(jd.end).toBe('completed');
     expect(s.active.size).toBe(0);

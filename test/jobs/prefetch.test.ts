@@ -13,10 +13,7 @@ const payload = z.object({ n: z.number() });
 const q = () => `"${t.schema}"`;
 
 async function rows(ids: string[]) {
-  const r = await t.sql.query(
-    `SELECT id::text, state, attempt, lease_token::text, started_at, reason, errors FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[]) ORDER BY id`,
-    [ids],
-  );
+  const r = await t.sql.query(`SELECT id::text, state, attempt, lease_token::text, started_at, reason, errors FROM ${q()}.jobs_all WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids]);
   return r.rows as { id: string; state: string; attempt: number; lease_token: string | null; started_at: Date | null; reason: string | null; errors: { message: string }[] | null }[];
 }
 
@@ -33,7 +30,12 @@ describe('claiming ahead of free slots (prefetch)', () => {
     ns.on((e) => {
       if (e.type === 'worker.claimed' && e.queue === 'pf-fast') asked.push(e.asked);
     });
-    const ids = (await ns.enqueueMany(job, Array.from({ length: 300 }, (_, n) => ({ n })))).map((r) => r.id);
+    const ids = (
+      await ns.enqueueMany(
+        job,
+        Array.from({ length: 300 }, (_, n) => ({ n })),
+      )
+    ).map((r) => r.id);
     await ns.start();
     await waitFor('all jobs to complete', async () => (await countIn(ids, 'completed')) === 300);
     expect(Math.max(...asked)).toBeGreaterThan(1);
@@ -55,7 +57,12 @@ describe('claiming ahead of free slots (prefetch)', () => {
       },
     });
     const ns = t.client({ jobs: [job], concurrency: 2 });
-    const ids = (await ns.enqueueMany(job, Array.from({ length: 20 }, (_, n) => ({ n })))).map((r) => r.id);
+    const ids = (
+      await ns.enqueueMany(
+        job,
+        Array.from({ length: 20 }, (_, n) => ({ n })),
+      )
+    ).map((r) => r.id);
     await ns.start();
     await waitFor('two handlers to run', () => started === 2);
     // Nothing finished, so the recent rate is zero and no job is held beyond the two slots.
@@ -82,7 +89,12 @@ describe('claiming ahead of free slots (prefetch)', () => {
     const ns = t.client({ jobs: [job], concurrency: 1, shutdownGraceMs: 0 });
     const events: NightshiftEvent[] = [];
     ns.on((e) => events.push(e));
-    const ids = (await ns.enqueueMany(job, Array.from({ length: 200 }, (_, n) => ({ n })))).map((r) => r.id);
+    const ids = (
+      await ns.enqueueMany(
+        job,
+        Array.from({ length: 200 }, (_, n) => ({ n })),
+      )
+    ).map((r) => r.id);
     await ns.start();
     // The jobs before BLOCK ran fast, so the worker claims ahead while BLOCK holds the only slot.
     await waitFor('the blocking job to run', () => ran.has(BLOCK));

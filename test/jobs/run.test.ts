@@ -195,7 +195,10 @@ describe('running jobs', () => {
       },
     });
     const ns = t.client({ jobs: [job], concurrency: 10, queues: { narrow: { concurrency: 3 } } });
-    await ns.enqueueMany(job, Array.from({ length: 12 }, (_, n) => ({ n })));
+    await ns.enqueueMany(
+      job,
+      Array.from({ length: 12 }, (_, n) => ({ n })),
+    );
     await ns.start();
     await waitFor('three to run', () => running === 3);
     expect(ns.runningCount).toBe(3);

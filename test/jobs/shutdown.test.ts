@@ -20,7 +20,15 @@ describe('graceful, bounded shutdown', () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let started = 0;
-    const job = defineJob({ kind: 'finishes', payload, queue: 'sd1', run: async () => { started++; await gate; } });
+    const job = defineJob({
+      kind: 'finishes',
+      payload,
+      queue: 'sd1',
+      run: async () => {
+        started++;
+        await gate;
+      },
+    });
     const ns = t.client({ jobs: [job], shutdownGraceMs: 60_000 });
     const ids = (await ns.enqueueMany(job, [{ n: 1 }, { n: 2 }])).map((r) => r.id);
     await ns.start();
@@ -55,7 +63,12 @@ describe('graceful, bounded shutdown', () => {
       ['abandoned', null],
       ['available', null],
     ]);
-    expect(events.filter((e) => e.type === 'job.released').map((e) => (e as { state: string }).state).sort()).toEqual(['abandoned', 'available', 'available']);
+    expect(
+      events
+        .filter((e) => e.type === 'job.released')
+        .map((e) => (e as { state: string }).state)
+        .sort(),
+    ).toEqual(['abandoned', 'available', 'available']);
     const r = await t.sql.query(`SELECT errors->-1->>'kind' AS kind, run_at <= now() AS due FROM ${q()}.jobs_all WHERE id = $1`, [ids[0]]);
     expect(r.rows[0]).toEqual({ kind: 'shutdown', due: true });
   });

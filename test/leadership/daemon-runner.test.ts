@@ -159,32 +159,26 @@ describe('DaemonRunner', () => {
     await waitFor('fenced writes', async () => (await t.sql.query(`SELECT 1 FROM ${q()}.daemon_writes WHERE daemon = $1`, [name])).rowCount! >= 2);
     const ctx = first!;
     // Another process takes the lease over (as after an expiry this holder did not notice).
-    const { rows: stolen } = await t.sql.query(
-      `UPDATE ${q()}.leases SET holder = 'thief', token = nextval('${q()}.leader_token_seq') WHERE name = $1 RETURNING clock_timestamp() AS at`,
-      [`daemon:${name}`],
-    );
+    const { rows: stolen } = await t.sql.query(`UPDATE ${q()}.leases SET holder = 'thief', token = nextval('${q()}.leader_token_seq') WHERE name = $1 RETURNING clock_timestamp() AS at`, [`daemon:${name}`]);
     await waitFor('the refusal', () => failed.length > 0);
     expect(failed[0]).toMatchObject({ name, token: ctx.fencingToken });
     expect((failed[0] as { error: string }).error).toContain('write refused by fencing');
     await waitFor('the term to end', () => ctx.signal.aborted);
-    const { rows } = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.daemon_writes WHERE daemon = $1 AND token = $2 AND at >= $3`, [
-      name,
-      ctx.fencingToken,
-      stolen[0].at,
-    ]);
+    const { rows } = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.daemon_writes WHERE daemon = $1 AND token = $2 AND at >= $3`, [name, ctx.fencingToken, stolen[0].at]);
     expect(rows[0].n).toBe(0);
     // ctx.fence outside the runner's transaction helper refuses the same way.
-    const err = await t.sql
-      .connect()
-      .then(async (c) => {
-        try {
-          await c.query('BEGIN');
-          return await ctx.fence(c).then(() => undefined, (e: unknown) => e);
-        } finally {
-          await c.query('ROLLBACK');
-          c.release();
-        }
-      });
+    const err = await t.sql.connect().then(async (c) => {
+      try {
+        await c.query('BEGIN');
+        return await ctx.fence(c).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      } finally {
+        await c.query('ROLLBACK');
+        c.release();
+      }
+    });
     expect(err).toBeInstanceOf(FencedError);
   });
 

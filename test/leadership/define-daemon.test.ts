@@ -40,8 +40,6 @@ describe('defineDaemon', () => {
 
   it('rejects a missing definition and a non-array requiredEnv', () => {
     expect(problems(() => defineDaemon(undefined as unknown as DaemonOptions)).map((i) => i.path)).toEqual(['', 'name', 'run']);
-    expect(problems(() => defineDaemon({ name: 'x', run: () => undefined, requiredEnv: 'RPC_URL' as unknown as string[] })).map((i) => i.path)).toEqual([
-      'requiredEnv',
-    ]);
+    expect(problems(() => defineDaemon({ name: 'x', run: () => undefined, requiredEnv: 'RPC_URL' as unknown as string[] })).map((i) => i.path)).toEqual(['requiredEnv']);
   });
 });

@@ -1,5 +1,5 @@
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LeaseQueries } from '../../src/db/leases.js';
 import { translateDbError } from '../../src/db/pg-errors.js';
 import { FencedError } from '../../src/errors.js';
@@ -119,9 +119,7 @@ describe('fencing with assert_lease', () => {
     let settled = false;
     const takeover = leases.acquire({ name, holder: 'b', ttlMs: 60_000, db: t.sql }).finally(() => (settled = true));
     await waitFor('the takeover to wait on the lease row lock', async () => {
-      const { rows } = await t.sql.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO ${q()}.leases%'`,
-      );
+      const { rows } = await t.sql.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO ${q()}.leases%'`);
       return rows[0].n > 0;
     });
     expect(settled).toBe(false);

@@ -33,9 +33,7 @@ afterEach(async (ctx) => {
 
 beforeAll(async () => {
   await t.sql.query(`CREATE TABLE ${q()}.mp_records (id bigserial PRIMARY KEY, token bigint NOT NULL, pid int NOT NULL, at timestamptz NOT NULL)`);
-  await t.sql.query(
-    `CREATE TABLE ${q()}.mp_refusals (id bigserial PRIMARY KEY, token bigint NOT NULL, pid int NOT NULL, at timestamptz NOT NULL DEFAULT now(), message text)`,
-  );
+  await t.sql.query(`CREATE TABLE ${q()}.mp_refusals (id bigserial PRIMARY KEY, token bigint NOT NULL, pid int NOT NULL, at timestamptz NOT NULL DEFAULT now(), message text)`);
 });
 
 interface Lease {

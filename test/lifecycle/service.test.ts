@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { StoppedError } from '../../src/errors.js';
 import { sleep } from '../../src/lifecycle/clock.js';
 import { PeriodicTask } from '../../src/lifecycle/periodic.js';
 import { liveResources } from '../../src/lifecycle/resources.js';
 import { BaseService, ServiceGroup, type Service } from '../../src/lifecycle/service.js';
-import { StoppedError } from '../../src/errors.js';
 import { ManualClock, settle } from './manual-clock.js';
 
 /** A service that records what it was asked to do, and can be told to fail or to wait. */

@@ -92,7 +92,8 @@ export class FinalChecker {
     switch (j.state) {
       case 'completed':
         if (!last) this.flag('finished-with-cause', j, 'completed, but no run of its final claim was recorded');
-        else if (this.behaviour(j, last) !== 'ok' || last.outcome !== 'ok') this.flag('finished-with-cause', j, `completed, but its final run was told to ${this.behaviour(j, last)} (outcome ${last.outcome ?? 'none'})`);
+        else if (this.behaviour(j, last) !== 'ok' || last.outcome !== 'ok')
+          this.flag('finished-with-cause', j, `completed, but its final run was told to ${this.behaviour(j, last)} (outcome ${last.outcome ?? 'none'})`);
         return;
       case 'discarded':
         if (reason.startsWith('attempts exhausted (last one lost its lease)')) {
@@ -101,7 +102,12 @@ export class FinalChecker {
             const entry = j.errors.filter((e) => e.kind === 'lease-expired').at(-1)?.message ?? '';
             const owner = Number(/worker \S*:(\d+) stopped/.exec(entry)?.[1]);
             const killed = this.obs.faults.some((f) => f.kind === 'sigkill' && f.targetPid === owner);
-            this.flag('finished-with-cause', j, `discarded by the rescuer at ${this.t(j.finishedAt ?? 0)} (attempt ${j.attempt} of ${j.maxAttempts}), but no handler ran that attempt (${runs.length} run(s) in all; the lease was pid ${owner || '?'}'s${killed ? ', SIGKILLed' : ''})`, killed ? ['bug3'] : []);
+            this.flag(
+              'finished-with-cause',
+              j,
+              `discarded by the rescuer at ${this.t(j.finishedAt ?? 0)} (attempt ${j.attempt} of ${j.maxAttempts}), but no handler ran that attempt (${runs.length} run(s) in all; the lease was pid ${owner || '?'}'s${killed ? ', SIGKILLed' : ''})`,
+              killed ? ['bug3'] : [],
+            );
           } else if (!this.faultOn(last.pid, last.startMs, j.finishedAt ?? Number.POSITIVE_INFINITY)) {
             this.flag('finished-with-cause', j, `discarded: its last attempt lost its lease at no fault of its process (run from ${this.t(last.startMs)})`);
           }
@@ -157,14 +163,19 @@ export class FinalChecker {
   private checkReruns(j: JobRow): void {
     const runs = this.runsByJob.get(j.id) ?? [];
     if (j.kind === 'model-amo') {
-      if (runs.length > 1) this.flag('no-unexplained-rerun', j, `an at-most-once job's handler ran ${runs.length} times: ${runs.map((r) => `attempt ${r.attempt} on pid ${r.pid} at ${this.t(r.startMs)}`).join('; ')}`);
+      if (runs.length > 1)
+        this.flag('no-unexplained-rerun', j, `an at-most-once job's handler ran ${runs.length} times: ${runs.map((r) => `attempt ${r.attempt} on pid ${r.pid} at ${this.t(r.startMs)}`).join('; ')}`);
       return;
     }
     for (let k = 0; k + 1 < runs.length; k++) {
       const r = runs[k]!;
       const next = runs[k + 1]!;
       if (this.failed(j, r) || this.faultOn(r.pid, r.startMs, next.startMs) || (this.shutDown(r.pid) && next.startMs >= this.obs.drainedAt)) continue;
-      this.flag('no-unexplained-rerun', j, `ran again at ${this.t(next.startMs)} (attempt ${next.attempt}, pid ${next.pid}) after a run told to succeed (attempt ${r.attempt}, pid ${r.pid}, from ${this.t(r.startMs)}, outcome ${r.outcome ?? 'none'}) that no fault hit`);
+      this.flag(
+        'no-unexplained-rerun',
+        j,
+        `ran again at ${this.t(next.startMs)} (attempt ${next.attempt}, pid ${next.pid}) after a run told to succeed (attempt ${r.attempt}, pid ${r.pid}, from ${this.t(r.startMs)}, outcome ${r.outcome ?? 'none'}) that no fault hit`,
+      );
     }
   }
 

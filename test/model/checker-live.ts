@@ -93,7 +93,10 @@ export function checkStarts(obs: Observation, views: ProcessView[], bounds: Mode
     // its own evidence (their causes may differ: a bug fixed must not hide behind one still open).
     for (const v of views) {
       if (!v.claims(w.job.queue)) continue;
-      for (const [from, to] of intersect(v.stretches(w.from, w.to, (t) => v.canWork(t) && v.slotFree(w.job.queue, t, true)), room)) {
+      for (const [from, to] of intersect(
+        v.stretches(w.from, w.to, (t) => v.canWork(t) && v.slotFree(w.job.queue, t, true)),
+        room,
+      )) {
         if (to - from < v.startBound(from)) continue;
         out.push({
           invariant: 'starts-when-free',
@@ -159,7 +162,11 @@ export function checkStops(obs: Observation, bounds: ModelBounds): Violation[] {
     if (!i.stop || (i.stop.code === 0 && i.stop.ms <= boundMs)) continue;
     const cut = obs.faults.some((f) => f.kind === 'listener-cut' && f.targetPid === i.pid);
     const how = i.stop.code === 0 ? `exited after ${i.stop.ms} ms` : `had not exited after ${i.stop.ms} ms (ended by ${i.stop.signal ?? `code ${i.stop.code}`})`;
-    out.push({ invariant: 'stops-on-sigterm', detail: `${i.name} ${how} on SIGTERM (bound ${boundMs} ms)${cut ? '; its LISTEN connection had been silently cut' : ''}`, suspects: cut ? ['listenerStopHang'] : [] });
+    out.push({
+      invariant: 'stops-on-sigterm',
+      detail: `${i.name} ${how} on SIGTERM (bound ${boundMs} ms)${cut ? '; its LISTEN connection had been silently cut' : ''}`,
+      suspects: cut ? ['listenerStopHang'] : [],
+    });
   }
   return out;
 }

@@ -14,8 +14,25 @@ function instance(over: Partial<InstanceRecord> = {}): InstanceRecord {
 
 function job(over: Partial<JobRow> = {}): JobRow {
   return {
-    id: '1', kind: 'model-alo', queue: 'mq0', state: 'completed', attempt: 1, maxAttempts: 3, dedupeKey: null, runAt: T0, expiresAt: null,
-    createdAt: T0, finishedAt: T0 + 100, reason: null, errors: [], leaseToken: '7', leaseOwner: null, leaseExpiresAt: null, step: 0, copy: 0, ...over,
+    id: '1',
+    kind: 'model-alo',
+    queue: 'mq0',
+    state: 'completed',
+    attempt: 1,
+    maxAttempts: 3,
+    dedupeKey: null,
+    runAt: T0,
+    expiresAt: null,
+    createdAt: T0,
+    finishedAt: T0 + 100,
+    reason: null,
+    errors: [],
+    leaseToken: '7',
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    step: 0,
+    copy: 0,
+    ...over,
   };
 }
 
@@ -34,10 +51,18 @@ function observation(over: Partial<Observation> & { workers?: WorkerSpec[] } = {
   const workers = over.workers ?? [{ concurrency: 2, queues: [{ name: 'mq0' }], prefetch: 0, pollMs: 1_000 }];
   return {
     scenario: { workers, steps: [{ atMs: 0, count: 1, job: { kind: 'alo', queue: 'mq0', plan: ['ok'], workMs: 50 } }], faults: [] },
-    t0: T0, drainedAt: T0 + 30_000, drainTimedOut: false, instances: [instance()], faults: [],
+    t0: T0,
+    drainedAt: T0 + 30_000,
+    drainTimedOut: false,
+    instances: [instance()],
+    faults: [],
     enqueues: [{ step: 0, copy: 0, at: T0, id: '1', deduped: false, error: undefined }],
-    samples: samples(T0, T0 + 30_000), jobs: [job()], effects: [{ jobId: '1', attempt: 1, pid: 100, token: '7', note: 'ok', at: T0 + 11, endedAt: T0 + 60, outcome: 'ok' }],
-    runs: [run()], harnessErrors: [], ...over,
+    samples: samples(T0, T0 + 30_000),
+    jobs: [job()],
+    effects: [{ jobId: '1', attempt: 1, pid: 100, token: '7', note: 'ok', at: T0 + 11, endedAt: T0 + 60, outcome: 'ok' }],
+    runs: [run()],
+    harnessErrors: [],
+    ...over,
   };
 }
 
@@ -75,10 +100,19 @@ describe('model checker', () => {
   it('flags a job the rescuer discarded although no handler ran its last attempt, as bug 3 when its holder was SIGKILLed', () => {
     const killed = instance({ exitAt: T0 + 1_000, killed: true, stop: undefined });
     const discarded = job({
-      state: 'discarded', reason: 'attempts exhausted (last one lost its lease)', maxAttempts: 1, finishedAt: T0 + 5_000,
+      state: 'discarded',
+      reason: 'attempts exhausted (last one lost its lease)',
+      maxAttempts: 1,
+      finishedAt: T0 + 5_000,
       errors: [{ attempt: 1, at: new Date(T0 + 5_000).toISOString(), kind: 'lease-expired', message: 'lease expired: worker vm:100 stopped renewing it (crashed, paused or cut off)' }],
     });
-    const obs = observation({ instances: [killed], faults: [{ kind: 'sigkill', targetPid: 100, backendPid: null, startedAt: T0 + 1_000, endedAt: T0 + 1_000, detail: 'w0.0', instance: 'w0.0' }], jobs: [discarded], runs: [], effects: [] });
+    const obs = observation({
+      instances: [killed],
+      faults: [{ kind: 'sigkill', targetPid: 100, backendPid: null, startedAt: T0 + 1_000, endedAt: T0 + 1_000, detail: 'w0.0', instance: 'w0.0' }],
+      jobs: [discarded],
+      runs: [],
+      effects: [],
+    });
     const v = checkObservation(obs);
     expect(v.violations.map((x) => x.invariant)).toEqual(['finished-with-cause']);
     expect(suspectedBugs(v)).toEqual(['bug3']);
@@ -91,7 +125,13 @@ describe('model checker', () => {
     const alo = checkObservation(observation({ jobs: [job({ leaseToken: '8', attempt: 2 })], runs: twice }));
     expect(alo.violations.map((x) => x.invariant)).toEqual(['no-unexplained-rerun']);
     // A fault on the first run's process explains the second run.
-    const hit = checkObservation(observation({ jobs: [job({ leaseToken: '8', attempt: 2 })], runs: twice, faults: [{ kind: 'sigstop', targetPid: 100, backendPid: null, startedAt: T0 + 20, endedAt: T0 + 150, detail: 'w0.0', instance: 'w0.0' }] }));
+    const hit = checkObservation(
+      observation({
+        jobs: [job({ leaseToken: '8', attempt: 2 })],
+        runs: twice,
+        faults: [{ kind: 'sigstop', targetPid: 100, backendPid: null, startedAt: T0 + 20, endedAt: T0 + 150, detail: 'w0.0', instance: 'w0.0' }],
+      }),
+    );
     expect(hit.violations).toEqual([]);
   });
 
@@ -132,7 +172,17 @@ describe('model checker', () => {
       const v = checkObservation(limited({ runs: [first, second(T0 + 300)] }));
       expect(v.violations.map((x) => x.invariant)).toEqual(['limit-holds']);
       expect(v.violations[0]!.detail).toContain(key);
-      const both = samples(T0, T0 + 30_000).map((x) => (x.at === T0 + 250 ? { ...x, limited: [{ id: '1', token: '7', keys: [key] }, { id: '2', token: '8', keys: [key] }] } : x));
+      const both = samples(T0, T0 + 30_000).map((x) =>
+        x.at === T0 + 250
+          ? {
+              ...x,
+              limited: [
+                { id: '1', token: '7', keys: [key] },
+                { id: '2', token: '8', keys: [key] },
+              ],
+            }
+          : x,
+      );
       // The runs one after the other, but a sample saw both leases held at once.
       const v2 = checkObservation(limited({ runs: [first, second(T0 + 500)], samples: both }));
       expect(v2.violations.map((x) => x.invariant)).toEqual(['limit-holds']);

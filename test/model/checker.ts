@@ -1,10 +1,10 @@
+import { FinalChecker } from './checker-final.js';
 /**
  * The checker of the model-based test: every invariant of violation.ts, judged against what the
  * reference model allows (timeline.ts), with the known bugs each violation's signature matches.
  */
 import { checkLimits } from './checker-limits.js';
 import { checkDedupe, checkRescue, checkStarts, checkStops, couldRescue } from './checker-live.js';
-import { FinalChecker } from './checker-final.js';
 import { BUGS, excused, KNOWN_OPEN, type BugId } from './known-open.js';
 import type { Observation } from './observation.js';
 import { limitMaxes } from './scenario.js';
@@ -40,7 +40,14 @@ export function checkObservation(obs: Observation, bounds: ModelBounds = default
       samples: obs.samples.length,
       'drain ended by its bound': obs.drainTimedOut ? 'yes' : 'no',
       // Most runs that held each limit key at once, against its limit: whether the limits were reached.
-      ...(peaks.size ? { 'limit keys, most held at once / limit': [...peaks].sort().map(([k, n]) => `${k.replace(/^limit:model-/, '')} ${n}/${limitMaxes(obs.scenario).get(k.split('#')[0]!)}`).join(', ') } : {}),
+      ...(peaks.size
+        ? {
+            'limit keys, most held at once / limit': [...peaks]
+              .sort()
+              .map(([k, n]) => `${k.replace(/^limit:model-/, '')} ${n}/${limitMaxes(obs.scenario).get(k.split('#')[0]!)}`)
+              .join(', '),
+          }
+        : {}),
       ...(obs.harnessErrors.length ? { 'harness errors': obs.harnessErrors.join('; ').slice(0, 1_000) } : {}),
     },
   };

@@ -101,8 +101,7 @@ interface Group {
 }
 
 /** A SIGKILL (the victim replaced) `afterMs` after `atMs`, maybe. */
-const crash = (p: Profile, afterMs: fc.Arbitrary<number>, weight: number) =>
-  maybe(fc.record({ afterMs, worker: fc.nat(p.maxWorkers - 1) }), weight);
+const crash = (p: Profile, afterMs: fc.Arbitrary<number>, weight: number) => maybe(fc.record({ afterMs, worker: fc.nat(p.maxWorkers - 1) }), weight);
 
 function group(p: Profile): fc.Arbitrary<Group> {
   const at = fc.integer({ min: 0, max: p.horizonMs });
@@ -182,9 +181,7 @@ function fault(p: Profile): fc.Arbitrary<FaultStep> {
 }
 
 /** Fleet-wide limits of one kind: in total, per key, or both (small, so that they are hit). */
-const kindLimits: fc.Arbitrary<KindLimits> = fc
-  .record({ total: maybe(fc.integer({ min: 1, max: 4 }), 6), perKey: maybe(fc.integer({ min: 1, max: 2 }), 7) })
-  .map((l) => strip(l));
+const kindLimits: fc.Arbitrary<KindLimits> = fc.record({ total: maybe(fc.integer({ min: 1, max: 4 }), 6), perKey: maybe(fc.integer({ min: 1, max: 2 }), 7) }).map((l) => strip(l));
 
 /** The scenario's limits: in most scenarios (npm test runs only three), on one kind or both. */
 const modelLimits: fc.Arbitrary<ModelLimits | undefined> = maybe(

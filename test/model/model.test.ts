@@ -23,7 +23,12 @@ describe('model-based test of the job core', () => {
       log: (l) => lines.push(l),
     });
     const report = [
-      `model-based test, seed ${seed} (MODEL_SEED=${seed} replays it); known open: ${Object.entries(openBugs()).filter(([, o]) => o).map(([b]) => b).join(', ') || 'none'}`,
+      `model-based test, seed ${seed} (MODEL_SEED=${seed} replays it); known open: ${
+        Object.entries(openBugs())
+          .filter(([, o]) => o)
+          .map(([b]) => b)
+          .join(', ') || 'none'
+      }`,
       ...result.outcomes.map((x) => outcomeText(seed, x)),
     ].join('\n\n');
     console.log(report);

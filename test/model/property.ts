@@ -80,7 +80,12 @@ export async function runAndJudge(scenario: ModelScenario, o: Pick<ModelCheckOpt
 /** A scenario and its verdict, readable, with the line that replays it. */
 export function outcomeText(seed: number, x: ScenarioOutcome, open: Record<BugId, boolean> = openBugs()): string {
   const replay = x.path === 'file' ? 'a saved scenario (MODEL_SCENARIO)' : `replay: MODEL_SEED=${seed} MODEL_PATH=${x.path}`;
-  return [`### scenario ${x.path}: ${x.passes ? 'passes' : 'FAILS'} (${(x.durationMs / 1000).toFixed(1)} s; ${replay})`, describeScenario(x.scenario), verdictText(x.verdict, open), `  as JSON: ${JSON.stringify(x.scenario)}`].join('\n');
+  return [
+    `### scenario ${x.path}: ${x.passes ? 'passes' : 'FAILS'} (${(x.durationMs / 1000).toFixed(1)} s; ${replay})`,
+    describeScenario(x.scenario),
+    verdictText(x.verdict, open),
+    `  as JSON: ${JSON.stringify(x.scenario)}`,
+  ].join('\n');
 }
 
 /** Generates and runs scenarios; shrinks the first failing one when asked. */

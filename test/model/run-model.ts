@@ -22,7 +22,10 @@ export interface RunModelOptions {
 /** Runs the model-based test; returns the exit code (1 when a violation no open bug explains was found). */
 export async function runModel(o: RunModelOptions): Promise<number> {
   const seed = modelSeed();
-  const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+  const load = () =>
+    loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
   o.log(`model-based test, ${o.profile} scenarios, ${o.runs} runs, seed ${seed} (MODEL_SEED=${seed} replays it); ${cpus().length} cores, load ${load()}`);
   const server = await startEmbeddedPostgres({ flags: ['-c', 'fsync=off', '-c', 'full_page_writes=off'] });
   let result;
@@ -50,10 +53,22 @@ export async function runModel(o: RunModelOptions): Promise<number> {
   const found = new Map<BugId, string>();
   for (const x of result.outcomes) for (const b of suspectedBugs(x.verdict)) if (!found.has(b)) found.set(b, x.path);
   console.log('');
-  console.log(markdownTable(['bug', 'found', 'first scenario showing it'], (Object.keys(BUGS) as BugId[]).map((b) => [b, found.has(b) ? 'yes' : 'no', found.has(b) ? `MODEL_SEED=${seed} MODEL_PATH=${found.get(b)}` : '—'])));
+  console.log(
+    markdownTable(
+      ['bug', 'found', 'first scenario showing it'],
+      (Object.keys(BUGS) as BugId[]).map((b) => [b, found.has(b) ? 'yes' : 'no', found.has(b) ? `MODEL_SEED=${seed} MODEL_PATH=${found.get(b)}` : '—']),
+    ),
+  );
   for (const x of result.outcomes) if (x.verdict.violations.length) console.log(`\n${outcomeText(seed, x)}`);
   if (result.counterexample) console.log(`\n## smallest failing scenario found${o.shrink ? ' (shrunk)' : ''}\n${outcomeText(seed, result.counterexample)}`);
-  console.log(`\nseed ${seed}; known open: ${Object.entries(openBugs()).filter(([, v]) => v).map(([k]) => k).join(', ') || 'none'}; load at the end ${load()}`);
+  console.log(
+    `\nseed ${seed}; known open: ${
+      Object.entries(openBugs())
+        .filter(([, v]) => v)
+        .map(([k]) => k)
+        .join(', ') || 'none'
+    }; load at the end ${load()}`,
+  );
   if (o.json) writeFileSync(o.json, JSON.stringify({ seed, profile: o.profile, outcomes: result.outcomes, counterexample: result.counterexample }, null, 2));
   return result.outcomes.every((x) => x.passes) ? 0 : 1;
 }

@@ -11,10 +11,10 @@ import { createNightshift, type EnqueueOptions } from '../../src/index.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
 import { Fleet, type Member } from '../faults/harness/fleet.js';
 import { FaultInjector, ownerPid, runTimeline } from '../faults/harness/injector.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
-import { waitFor } from '../support/wait.js';
 import { Random } from '../faults/harness/random.js';
 import { prepareContext } from '../faults/harness/scenario.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+import { waitFor } from '../support/wait.js';
 import { modelJobs, type ModelPayload } from './model-jobs.js';
 import { loadRecord, readRunLog, type EnqueueRecord, type InstanceRecord, type Observation } from './observation.js';
 import { Sampler } from './sampler.js';
@@ -133,12 +133,18 @@ export async function runModelScenario(scenario: ModelScenario, env: RunEnv): Pr
     t0 = Date.now();
     env.log(`model: ${scenario.workers.length} workers, ${scenario.steps.length} enqueue steps, ${scenario.faults.length} faults over ${timelineMs(scenario)} ms`);
     await Promise.all([
-      runTimeline(scenario.steps.map((s, i) => ({ atMs: s.atMs, run: enqueueAction(s, i) })), (err) => errors.push(`enqueue: ${String(err)}`)),
+      runTimeline(
+        scenario.steps.map((s, i) => ({ atMs: s.atMs, run: enqueueAction(s, i) })),
+        (err) => errors.push(`enqueue: ${String(err)}`),
+      ),
       runTimeline(scenario.faults.flatMap(faultActions), (err) => errors.push(`fault: ${String(err)}`)),
     ]);
     try {
       const q = ctx.recorder.q;
-      await waitFor('every job to finish', async () => (await ctx.admin.query(`SELECT 1 FROM ${q}.jobs_all WHERE state IN ('available', 'running') LIMIT 1`)).rowCount === 0, { timeoutMs: env.drainMs, everyMs: 200 });
+      await waitFor('every job to finish', async () => (await ctx.admin.query(`SELECT 1 FROM ${q}.jobs_all WHERE state IN ('available', 'running') LIMIT 1`)).rowCount === 0, {
+        timeoutMs: env.drainMs,
+        everyMs: 200,
+      });
     } catch {
       drainTimedOut = true;
     }

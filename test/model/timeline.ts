@@ -1,3 +1,4 @@
+import type { InstanceRecord, Observation, RunEntry } from './observation.js';
 /**
  * The reference model's view of each worker process over time: when it could work (alive, not
  * paused, not recovering from a fault), how long it may take to notice a due job (the bound), and
@@ -5,7 +6,6 @@
  * and in fact (the handler returned).
  */
 import { MODEL_SETTINGS, type WorkerSpec } from './scenario.js';
-import type { InstanceRecord, Observation, RunEntry } from './observation.js';
 
 /** Bounds of the model (ms). Generous: they catch work that stopped, not work that was slow. */
 export interface ModelBounds {

@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import type { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLogger, defineJob } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';

@@ -1,10 +1,10 @@
-import { afterAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { useTestDatabase } from '../support/db.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import { cli, CLI_ENTRY } from '../support/cli.js';
+import { useTestDatabase } from '../support/db.js';
 import { startScript } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
 

@@ -16,7 +16,14 @@ describe('the event stream, per job path', () => {
   it('success, retry then success, and discard', async () => {
     const ok = defineJob({ kind: 'ev-ok', payload: z.object({}), run: async () => undefined });
     let calls = 0;
-    const flaky = defineJob({ kind: 'ev-flaky', payload: z.object({}), backoff: () => 0, run: async () => { if (++calls === 1) throw new Error('x'); } });
+    const flaky = defineJob({
+      kind: 'ev-flaky',
+      payload: z.object({}),
+      backoff: () => 0,
+      run: async () => {
+        if (++calls === 1) throw new Error('x');
+      },
+    });
     const doomed = defineJob({ kind: 'ev-doomed', payload: z.object({}), maxAttempts: 1, run: async () => Promise.reject(new Error('y')) });
     const ns = t.client({ jobs: [ok, flaky, doomed], pollIntervalMs: 50 });
     const events: NightshiftEvent[] = [];

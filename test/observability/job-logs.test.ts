@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../../src/index.js';
-import { useTestDatabase } from '../support/db.js';
 import { cli } from '../support/cli.js';
+import { useTestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
 
 const t = useTestDatabase();

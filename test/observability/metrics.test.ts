@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
@@ -13,9 +13,7 @@ async function value(registry: Registry, name: string, labels: Record<string, st
   const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name || m.name === base);
   if (!metric) return 0;
   const values = (metric as unknown as { values: { value: number; labels: Record<string, string>; metricName?: string }[] }).values;
-  return values
-    .filter((v) => (v.metricName === undefined || v.metricName === name) && Object.entries(labels).every(([k, l]) => v.labels[k] === l))
-    .reduce((sum, v) => sum + v.value, 0);
+  return values.filter((v) => (v.metricName === undefined || v.metricName === name) && Object.entries(labels).every(([k, l]) => v.labels[k] === l)).reduce((sum, v) => sum + v.value, 0);
 }
 
 describe('Prometheus metrics', () => {

@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
 import { trace } from '@opentelemetry/api';
 import type { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../../src/index.js';
 import { tracingOff } from '../../src/telemetry/tracing.js';

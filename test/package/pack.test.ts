@@ -51,7 +51,10 @@ describe('the published package', () => {
     // prepack builds dist/ inside the staging copy.
     const pack = await npm(['pack', '--pack-destination', work], stage);
     expect(pack.code, pack.out).toBe(0);
-    tarball = join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!);
+    tarball = join(
+      work,
+      readdirSync(work).find((f) => f.endsWith('.tgz'))!,
+    );
 
     consumer = join(work, 'consumer');
     mkdirSync(consumer);
@@ -65,7 +68,10 @@ describe('the published package', () => {
 
   it('holds the built entry points, types, CLI and migrations, and no sources or tests', async () => {
     const list = await sh('tar', ['-tzf', tarball], work);
-    const files = list.out.split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
+    const files = list.out
+      .split('\n')
+      .filter(Boolean)
+      .map((f) => f.replace(/^package\//, ''));
     for (const f of ['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/testing/index.js', 'dist/testing/index.d.ts', 'dist/cli/main.js']) {
       expect(files, f).toContain(f);
     }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -68,7 +68,11 @@ describe('artifacts in a directory store', () => {
     rmSync(join(root, 'verify', 'k', 'c.json'));
     const r = await ns.pipelines.verify(p, 'k');
     expect(r.ok).toBe(false);
-    expect(r.artifacts.map((a) => [a.name, a.status])).toEqual([['a.json', 'changed'], ['b.json', 'ok'], ['c.json', 'missing']]);
+    expect(r.artifacts.map((a) => [a.name, a.status])).toEqual([
+      ['a.json', 'changed'],
+      ['b.json', 'ok'],
+      ['c.json', 'missing'],
+    ]);
     expect(r.artifacts[0]!.actualSha256).toBe(sha('{"a": 2}\n'));
   });
 
@@ -169,7 +173,7 @@ describe('dry runs and cleanup', () => {
 });
 
 describe('retention', () => {
-  it('deletes finished runs past their pipeline\'s retention, files first, and never a running one', async () => {
+  it("deletes finished runs past their pipeline's retention, files first, and never a running one", async () => {
     const { store, root } = tempStore();
     const p = definePipeline({ name: 'keep', store, retention: 0 }).step('a', async (ctx) => void (await ctx.artifact('a.json', { a: 1 })));
     const ns = t.client({ pipelines: [p] });

@@ -95,7 +95,11 @@ describe('an optional failure', () => {
     const run = await ns.pipelines.getRun('opt', 'd');
     expect(run.state).toBe('succeeded');
     expect(run.warnings).toBe(1);
-    expect(run.stepList.map((s) => [s.name, s.state])).toEqual([['settle', 'succeeded'], ['notify', 'failed'], ['stats', 'succeeded']]);
+    expect(run.stepList.map((s) => [s.name, s.state])).toEqual([
+      ['settle', 'succeeded'],
+      ['notify', 'failed'],
+      ['stats', 'succeeded'],
+    ]);
     expect(seen).toEqual([{ ok: false, error: { message: 'push provider down' } }]);
   });
 
@@ -123,16 +127,12 @@ describe('fan-out and fan-in', () => {
     const tries = new Map<number, number>();
     const p = definePipeline({ name: 'fan', store: tempStore().store })
       .step('pools', async () => [0, 1, 2, 3, 4])
-      .map(
-        'settle',
-        { needs: ['pools'], items: ({ pools }) => pools, itemKey: (n) => `pool-${n}`, maxAttempts: 2, optional: true, backoff: () => 0 },
-        async (ctx, pool) => {
-          tries.set(pool, (tries.get(pool) ?? 0) + 1);
-          if (pool === 3) throw new Error(`pool ${pool} is short`);
-          if (pool === 1 && ctx.attempt === 1) throw new Error('flaky once');
-          return { pool, winners: pool * 2 };
-        },
-      )
+      .map('settle', { needs: ['pools'], items: ({ pools }) => pools, itemKey: (n) => `pool-${n}`, maxAttempts: 2, optional: true, backoff: () => 0 }, async (ctx, pool) => {
+        tries.set(pool, (tries.get(pool) ?? 0) + 1);
+        if (pool === 3) throw new Error(`pool ${pool} is short`);
+        if (pool === 1 && ctx.attempt === 1) throw new Error('flaky once');
+        return { pool, winners: pool * 2 };
+      })
       .step('merkle', { needs: ['settle'] }, async (ctx) => ctx.needs.settle.map((r) => (r.ok ? `${r.key}:${r.value.winners}` : `${r.key}:failed:${r.error.message}`)));
     const ns = t.client({ pipelines: [p] });
     await ns.pipelines.start(p, 'day');
@@ -170,7 +170,11 @@ describe('fan-out and fan-in', () => {
     expect(run.reason).toBe('step "settle" item "b" failed: b broke');
     const settle = run.stepList.find((s) => s.name === 'settle')!;
     // drain runs one job at a time, in order: c had not started when b failed.
-    expect(settle.items!.list.map((i) => [i.key, i.state, i.output])).toEqual([['a', 'succeeded', 'A'], ['b', 'failed', null], ['c', 'cancelled', null]]);
+    expect(settle.items!.list.map((i) => [i.key, i.state, i.output])).toEqual([
+      ['a', 'succeeded', 'A'],
+      ['b', 'failed', null],
+      ['c', 'cancelled', null],
+    ]);
     expect(settle.state).toBe('failed');
     expect(run.stepList.find((s) => s.name === 'after')!.state).toBe('cancelled');
   });
@@ -187,13 +191,18 @@ describe('fan-out and fan-in', () => {
   });
 
   it('settles a map with no items at once', async () => {
-    const p = definePipeline({ name: 'empty', store: tempStore().store }).map('none', { items: () => [] as number[] }, async () => 1).step('after', { needs: ['none'] }, async (ctx) => ctx.needs.none.length);
+    const p = definePipeline({ name: 'empty', store: tempStore().store })
+      .map('none', { items: () => [] as number[] }, async () => 1)
+      .step('after', { needs: ['none'] }, async (ctx) => ctx.needs.none.length);
     const ns = t.client({ pipelines: [p] });
     await ns.pipelines.start(p, 'k');
     await drain(ns);
     const run = await ns.pipelines.getRun('empty', 'k');
     expect(run.state).toBe('succeeded');
-    expect(run.stepList.map((s) => [s.name, s.state, s.output])).toEqual([['none', 'succeeded', null], ['after', 'succeeded', 0]]);
+    expect(run.stepList.map((s) => [s.name, s.state, s.output])).toEqual([
+      ['none', 'succeeded', null],
+      ['after', 'succeeded', 0],
+    ]);
   });
 });
 
@@ -229,13 +238,13 @@ describe('outputs and items that cannot be stored', () => {
 describe('follow-ups', () => {
   it('enqueues the success follow-up once per run, in the transaction that ends it, with the outputs', async () => {
     const sync = defineJob({ kind: 'pot-sync', payload: z.object({ day: z.string(), total: z.number() }), run: async () => undefined });
-    const p = definePipeline({ name: 'follow', store: tempStore().store }).step('settle', async () => ({ total: 42 })).onSuccess(sync, (run) => ({ day: run.key, total: (run.outputs.settle as { total: number }).total }));
+    const p = definePipeline({ name: 'follow', store: tempStore().store })
+      .step('settle', async () => ({ total: 42 }))
+      .onSuccess(sync, (run) => ({ day: run.key, total: (run.outputs.settle as { total: number }).total }));
     const ns = t.client({ pipelines: [p], jobs: [sync] });
     await ns.pipelines.start(p, 'd1');
     await drain(ns, { kinds: ['pipeline:follow:settle'] });
-    const rows = await t.sql.query(
-      `SELECT j.payload, j.created_at = r.finished_at AS same_tx FROM ${q()}.jobs_all j, ${q()}.pipeline_runs r WHERE j.kind = 'pot-sync' AND r.pipeline = 'follow'`,
-    );
+    const rows = await t.sql.query(`SELECT j.payload, j.created_at = r.finished_at AS same_tx FROM ${q()}.jobs_all j, ${q()}.pipeline_runs r WHERE j.kind = 'pot-sync' AND r.pipeline = 'follow'`);
     expect(rows.rows).toEqual([{ payload: { day: 'd1', total: 42 }, same_tx: true }]);
     const run = await ns.pipelines.getRun('follow', 'd1');
     expect(run.followUps).toMatchObject([{ generation: 1, name: 'success:pot-sync', error: null }]);
@@ -243,7 +252,9 @@ describe('follow-ups', () => {
 
   it('records a follow-up whose payload its job refuses, and the run still ends', async () => {
     const strict = defineJob({ kind: 'strict-follow', payload: z.object({ n: z.number() }), run: async () => undefined });
-    const p = definePipeline({ name: 'badfollow', store: tempStore().store }).step('a', async () => 1).onSuccess(strict, () => ({ n: 'one' as unknown as number }));
+    const p = definePipeline({ name: 'badfollow', store: tempStore().store })
+      .step('a', async () => 1)
+      .onSuccess(strict, () => ({ n: 'one' as unknown as number }));
     const ns = t.client({ pipelines: [p], jobs: [strict] });
     const events: string[] = [];
     ns.on((e) => events.push(e.type));

@@ -15,7 +15,10 @@ function gate(): { wait: Promise<void>; open: () => void } {
 
 describe('fencing', () => {
   it("refuses a stale worker's output: the attempt whose lease was taken writes nothing, though the step is still unrecorded", async () => {
-    const gates = new Map([[1, gate()], [2, gate()]]);
+    const gates = new Map([
+      [1, gate()],
+      [2, gate()],
+    ]);
     const started = new Set<number>();
     const p = definePipeline({ name: 'fence', store: tempStore().store }).step('settle', async (ctx) => {
       await ctx.artifact(`attempt-${ctx.attempt}.json`, { attempt: ctx.attempt });

@@ -27,7 +27,10 @@ describe('a run whose graph names a step the deployed code no longer has', () =>
     const held = await deployed.pipelines.getRun('deploy', 'k1');
     expect(held.state).toBe('held');
     expect(held.reason).toMatch(/step "notify" is in run \d+'s graph but no deployed code has it \(kind pipeline:deploy:notify\)/);
-    expect(held.stepList.map((s) => [s.name, s.state])).toEqual([['settle', 'succeeded'], ['notify', 'blocked']]);
+    expect(held.stepList.map((s) => [s.name, s.state])).toEqual([
+      ['settle', 'succeeded'],
+      ['notify', 'blocked'],
+    ]);
     expect(events.filter((e) => e.type === 'pipeline.held')).toMatchObject([{ pipeline: 'deploy', runId: run.id }]);
     expect((await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs_all WHERE kind = 'pipeline:deploy:notify'`)).rows[0].n).toBe(0);
     // The step is back in the deployed code: a rerun finishes the run.
@@ -64,7 +67,7 @@ describe('a run whose graph names a step the deployed code no longer has', () =>
 });
 
 describe('a step whose job ended without recording it', () => {
-  it('fails for good with the job\'s reason when the sweep finds it (here: the rescuer discarded the job on its last attempt)', async () => {
+  it("fails for good with the job's reason when the sweep finds it (here: the rescuer discarded the job on its last attempt)", async () => {
     let started = false;
     const p = definePipeline({ name: 'lost', store, maxAttempts: 1 }).step('only', async () => {
       started = true;

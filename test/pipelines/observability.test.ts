@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
 import type { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createLogger, definePipeline, type NightshiftEvent } from '../../src/index.js';
 import { drain } from '../../src/testing/index.js';
@@ -13,7 +13,7 @@ t.migrateBeforeAll();
 afterEach(() => uninstallTracing());
 
 describe('pipelines: events, metrics, logs and traces', () => {
-  it('emits the run and step events, counts them per pipeline, step and state, and keeps each step\'s log lines with the run', async () => {
+  it("emits the run and step events, counts them per pipeline, step and state, and keeps each step's log lines with the run", async () => {
     const p = definePipeline({ name: 'obs', store: tempStore().store, maxAttempts: 1 })
       .step('a', async (ctx) => {
         ctx.log.info({ rows: 3 }, 'loaded');

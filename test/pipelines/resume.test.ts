@@ -63,9 +63,11 @@ describe('rerun', () => {
 
   it('enqueues a failure follow-up once, though the run fails again after a rerun', async () => {
     const page = defineJob({ kind: 'page-ops', payload: z.object({}), run: async () => undefined });
-    const p = definePipeline({ name: 'failtwice', store: tempStore().store, maxAttempts: 1 }).step('a', async () => {
-      throw new Error('still broken');
-    }).onFailure(page);
+    const p = definePipeline({ name: 'failtwice', store: tempStore().store, maxAttempts: 1 })
+      .step('a', async () => {
+        throw new Error('still broken');
+      })
+      .onFailure(page);
     const ns = t.client({ pipelines: [p], jobs: [page] });
     await ns.pipelines.start(p, 'k');
     await drain(ns, { kinds: ['pipeline:failtwice:a'] });
@@ -110,7 +112,10 @@ describe('restart --from', () => {
     expect(run.generation).toBe(2);
     expect(runs).toEqual(['inputs', 'result', 'bundle', 'result', 'bundle']);
     expect(run.stepList.find((s) => s.name === 'result')!.output).toBe('v2');
-    expect(run.history.map((h) => [h.generation, h.step, h.state])).toEqual([[1, 'bundle', 'succeeded'], [1, 'result', 'succeeded']]);
+    expect(run.history.map((h) => [h.generation, h.step, h.state])).toEqual([
+      [1, 'bundle', 'succeeded'],
+      [1, 'result', 'succeeded'],
+    ]);
     // The new file is the run's; the old one is kept aside, still verifiable, and recorded as superseded.
     expect(readFileSync(join(root, 'restart', 'day', 'result.json'), 'utf8')).toContain('v2');
     const old = run.artifacts.find((a) => !a.current)!;

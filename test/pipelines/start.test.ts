@@ -9,8 +9,10 @@ const t = useTestDatabase('pls');
 t.migrateBeforeAll();
 const q = () => `"${t.schema}"`;
 
-const day = definePipeline({ name: 'keyed', key: z.string().regex(/^\d+$/), input: z.object({ currency: z.string() }), store: tempStore().store })
-  .step('a', async (ctx) => ({ key: ctx.key, currency: ctx.input.currency }));
+const day = definePipeline({ name: 'keyed', key: z.string().regex(/^\d+$/), input: z.object({ currency: z.string() }), store: tempStore().store }).step('a', async (ctx) => ({
+  key: ctx.key,
+  currency: ctx.input.currency,
+}));
 
 describe('keyed start', () => {
   it('gives one run for a key under concurrent starts from many connections, and every caller gets it', async () => {
@@ -42,7 +44,7 @@ describe('keyed start', () => {
     expect(second.run.id).not.toBe(dry.run.id);
   });
 
-  it('starts inside the caller\'s transaction: a rollback leaves no run and no job', async () => {
+  it("starts inside the caller's transaction: a rollback leaves no run and no job", async () => {
     const ns = t.client({ pipelines: [day] });
     await expect(
       ns.transaction(async (tx) => {

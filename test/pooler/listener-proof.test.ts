@@ -39,7 +39,10 @@ describeWithPgBouncer('the listener behind PgBouncer in transaction mode', () =>
       pollIntervalMs: 200,
       logger: createLogger({ level: 'warn', destination: { write: (line: string) => lines.push(line) } }),
     });
-    const unproven = nextEvent<NightshiftEvent>((l) => ns.on(l), (e) => e.type === 'listener.unproven');
+    const unproven = nextEvent<NightshiftEvent>(
+      (l) => ns.on(l),
+      (e) => e.type === 'listener.unproven',
+    );
     const proven: NightshiftEvent[] = [];
     ns.on((e) => {
       if (e.type === 'listener.proven') proven.push(e);
@@ -71,7 +74,12 @@ describeWithPgBouncer('the listener behind PgBouncer in transaction mode', () =>
     // The job channel was never LISTENed through the pooler: no pooled server connection got the
     // jobs' notifications (PgBouncer warns of each one it gets while not linked to a client).
     // At most the proof's own notification reached one.
-    expect(b.bouncer().output().match(/got packet 'A' from server when not linked/g)?.length ?? 0).toBeLessThanOrEqual(1);
+    expect(
+      b
+        .bouncer()
+        .output()
+        .match(/got packet 'A' from server when not linked/g)?.length ?? 0,
+    ).toBeLessThanOrEqual(1);
   });
 
   it('with a direct listener URL (listenDatabaseUrl) the listener is proven, and notifications wake the worker', async () => {
@@ -79,7 +87,10 @@ describeWithPgBouncer('the listener behind PgBouncer in transaction mode', () =>
     const job = defineJob({ kind: 'notified', payload, queue: 'notified', run: async ({ n }) => void ran.push(n) });
     // The idle poll is an hour: a job can only start soon through a notification.
     const ns = t.client({ databaseUrl: b.bouncer().url, listenDatabaseUrl: t.url, jobs: [job], pollIntervalMs: 3_600_000 });
-    const proven = nextEvent<NightshiftEvent>((l) => ns.on(l), (e) => e.type === 'listener.proven');
+    const proven = nextEvent<NightshiftEvent>(
+      (l) => ns.on(l),
+      (e) => e.type === 'listener.proven',
+    );
     let idle = false;
     ns.on((e) => {
       if (e.type === 'worker.claimed' && e.queue === 'notified' && e.count === 0) idle = true;
@@ -100,7 +111,10 @@ describeWithPgBouncer('the listener behind PgBouncer in transaction mode', () =>
   it("another process's proof wakes no worker: it is sent on a channel of the proving listener alone", async () => {
     const job = defineJob({ kind: 'quiet', payload, queue: 'quiet', run: async () => undefined });
     const first = t.client({ databaseUrl: b.bouncer().url, listenDatabaseUrl: t.url, jobs: [job], pollIntervalMs: 3_600_000 });
-    const firstProven = nextEvent<NightshiftEvent>((l) => first.on(l), (e) => e.type === 'listener.proven');
+    const firstProven = nextEvent<NightshiftEvent>(
+      (l) => first.on(l),
+      (e) => e.type === 'listener.proven',
+    );
     await first.start();
     await firstProven;
     const heard: NightshiftEvent[] = [];
@@ -109,11 +123,17 @@ describeWithPgBouncer('the listener behind PgBouncer in transaction mode', () =>
     });
     // A second process proves its own listener: its NOTIFY reaches the first one's connection too.
     const second = t.client({ databaseUrl: b.bouncer().url, listenDatabaseUrl: t.url, jobs: [job], pollIntervalMs: 3_600_000 });
-    const secondProven = nextEvent<NightshiftEvent>((l) => second.on(l), (e) => e.type === 'listener.proven');
+    const secondProven = nextEvent<NightshiftEvent>(
+      (l) => second.on(l),
+      (e) => e.type === 'listener.proven',
+    );
     await second.start();
     await secondProven;
     // Then a real wake-up, which the first process must hear: everything before it was heard too.
-    const woken = nextEvent<NightshiftEvent>((l) => first.on(l), (e) => e.type === 'listener.notified');
+    const woken = nextEvent<NightshiftEvent>(
+      (l) => first.on(l),
+      (e) => e.type === 'listener.notified',
+    );
     await second.enqueue(job, { n: 1 });
     await woken;
     expect(heard[0]).toMatchObject({ type: 'listener.notified', queue: 'quiet' });
@@ -140,7 +160,10 @@ describeWithPgBouncer('the listener behind PgBouncer in transaction mode', () =>
     }
     const ns = exports.ns!;
     expect(ns.options.databaseUrl).toBe(b.bouncer().url);
-    const proven = nextEvent<NightshiftEvent>((l) => ns.on(l), (e) => e.type === 'listener.proven');
+    const proven = nextEvent<NightshiftEvent>(
+      (l) => ns.on(l),
+      (e) => e.type === 'listener.proven',
+    );
     await ns.start();
     await proven;
     // On a machine loaded enough to make the listener reconnect, a new proof may be under way: the

@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
 import net from 'node:net';
 import pg from 'pg';
-import { freePort } from '../../src/dev/embedded-postgres.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import { Listener, type ListenerEvents } from '../../src/db/listener.js';
+import { freePort } from '../../src/dev/embedded-postgres.js';
 import { useTestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
 
@@ -35,10 +35,7 @@ describe('Listener proof', () => {
 
   function listener(via: pg.Pool, events: ListenerEvents, healthCheckMs = 60_000) {
     const channel = `${t.schema}:control`;
-    const l = new Listener(
-      { connectionString: t.url, channels: [channel], healthCheckMs, maxReconnectDelayMs: 1_000, applicationName: 'proof-test', proof: { via, timeoutMs: 5_000 } },
-      events,
-    );
+    const l = new Listener({ connectionString: t.url, channels: [channel], healthCheckMs, maxReconnectDelayMs: 1_000, applicationName: 'proof-test', proof: { via, timeoutMs: 5_000 } }, events);
     cleanup.push(() => l.stop());
     return { l, channel };
   }

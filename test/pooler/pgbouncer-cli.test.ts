@@ -1,6 +1,6 @@
 import { beforeAll, expect, it } from 'vitest';
-import { useTestDatabase } from '../support/db.js';
 import { cli, CLI_APP, CLI_ENTRY } from '../support/cli.js';
+import { useTestDatabase } from '../support/db.js';
 import { describeWithPgBouncer, usePgBouncer } from '../support/pgbouncer.js';
 import { startScript } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';

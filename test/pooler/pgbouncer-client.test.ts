@@ -1,5 +1,5 @@
-import { expect, it } from 'vitest';
 import pg from 'pg';
+import { expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob, defineSchedule } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
@@ -39,7 +39,11 @@ describeWithPgBouncer('through PgBouncer in transaction mode, with default optio
     await t.sql.query(`CREATE TABLE IF NOT EXISTS "${t.schema}".orders (id int PRIMARY KEY)`);
     const app = new pg.Pool({ connectionString: b.bouncer().url, max: 2 });
     try {
-      for (const [id, commit] of [[1, true], [2, false], [3, true]] as const) {
+      for (const [id, commit] of [
+        [1, true],
+        [2, false],
+        [3, true],
+      ] as const) {
         const tx = await app.connect();
         try {
           await tx.query('BEGIN');
@@ -62,14 +66,21 @@ describeWithPgBouncer('through PgBouncer in transaction mode, with default optio
 
   it('a worker drains jobs of several kinds and queues, each exactly once', async () => {
     const ran = new Map<string, number>();
-    const note = (kind: string) => async ({ n }: { n: number }) => void ran.set(`${kind}:${n}`, (ran.get(`${kind}:${n}`) ?? 0) + 1);
+    const note =
+      (kind: string) =>
+      async ({ n }: { n: number }) =>
+        void ran.set(`${kind}:${n}`, (ran.get(`${kind}:${n}`) ?? 0) + 1);
     const jobs = [
       defineJob({ kind: 'drain-a', payload, queue: 'drain-q1', run: note('drain-a') }),
       defineJob({ kind: 'drain-b', payload, queue: 'drain-q2', run: note('drain-b') }),
       defineJob({ kind: 'drain-c', payload, queue: 'drain-q2', run: note('drain-c'), maxAttempts: 3 }),
     ];
     const producer = client({ jobs });
-    for (const job of jobs) await producer.enqueueMany(job, Array.from({ length: 20 }, (_, n) => ({ n })));
+    for (const job of jobs)
+      await producer.enqueueMany(
+        job,
+        Array.from({ length: 20 }, (_, n) => ({ n })),
+      );
     await producer.stop();
     const worker = client({ jobs, concurrency: 4, pollIntervalMs: 100 });
     const errors: string[] = [];

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createNightshift, defineConfig, type NightshiftError } from '../../src/index.js';
 import { toClientOptions } from '../../src/config/define-config.js';
+import { createNightshift, defineConfig, type NightshiftError } from '../../src/index.js';
 import { resolveOptions } from '../../src/runtime/client-options.js';
 
 // The pooler settings in the config file and the client options: defaults, mapping, mistakes.
@@ -48,12 +48,7 @@ describe('pooler settings', () => {
   it('mistakes are reported under their path in the config file, with a did-you-mean', () => {
     const err = configError(() => defineConfig({ database: { preparedStatements: 'yes' as never, listenURL: 'postgres://x' } as never }));
     expect(err.code).toBe('NS_CONFIG_INVALID');
-    expect(err.issues).toEqual(
-      expect.arrayContaining([
-        { path: 'database.listenURL', message: 'unknown key; did you mean "listenUrl"?' },
-        expect.objectContaining({ path: 'database.preparedStatements' }),
-      ]),
-    );
+    expect(err.issues).toEqual(expect.arrayContaining([{ path: 'database.listenURL', message: 'unknown key; did you mean "listenUrl"?' }, expect.objectContaining({ path: 'database.preparedStatements' })]));
     const bad = configError(() => defineConfig({ database: { listenUrl: 'mysql://x' } }));
     expect(bad.issues).toEqual([{ path: 'database.listenUrl', message: 'must start with postgres:// or postgresql://' }]);
     expect(configError(() => createNightshift({ databaseUrl: URL, listenDatabaseUrl: 'redis://x' })).issues[0]).toMatchObject({ path: 'listenDatabaseUrl' });

@@ -1,8 +1,8 @@
-import { expect, it } from 'vitest';
 import pg from 'pg';
+import { expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineJob, type NightshiftEvent } from '../../src/index.js';
 import { PreparedStatementsError } from '../../src/errors.js';
+import { defineJob, type NightshiftEvent } from '../../src/index.js';
 import { createLogger } from '../../src/telemetry/logger.js';
 import { useTestDatabase } from '../support/db.js';
 import { describeWithPgBouncer, usePgBouncer } from '../support/pgbouncer.js';

@@ -1,5 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
 import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
 import { run } from '../../src/db/executor.js';
 import { PreparedStatements, StatementSet, type PreparedStatementsMode, type PreparedStatementsOff } from '../../src/db/statements.js';
 import { PreparedStatementsError } from '../../src/errors.js';

@@ -1,16 +1,16 @@
-import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { CONFIG_OPTION_PATHS, configPathOf, toClientOptions } from '../../src/config/define-config.js';
 import { defineConfig, defineJob, isNightshiftError, type NightshiftConfig, type NightshiftError } from '../../src/index.js';
-import { configPathOf, CONFIG_OPTION_PATHS, toClientOptions } from '../../src/config/define-config.js';
-import { CLIENT_OPTION_KEYS, resolveOptions } from '../../src/runtime/client-options.js';
 import { DaemonRunner } from '../../src/leadership/daemon-runner.js';
 import { defineDaemon } from '../../src/leadership/define-daemon.js';
+import { CLIENT_OPTION_KEYS, resolveOptions } from '../../src/runtime/client-options.js';
 import { silentLogger } from '../../src/telemetry/logger.js';
+import { openDatabase } from '../leadership/helpers.js';
 import { useTestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
-import { openDatabase } from '../leadership/helpers.js';
 
 // Bug 10 of issue 11: combinations of options that each worked alone. `queues` replaced what a
 // process's roles claim (a pod whose role ran `outbox-event` claimed from `mail` only and never
@@ -116,7 +116,17 @@ describe('every client option from a config file', () => {
       enqueueBatchInFlight: 4,
     };
     const resolved = resolveOptions(toClientOptions(defineConfig(config), { databaseUrl: t.url }));
-    expect(resolved).toMatchObject({ prefetch: 3, listen: false, maintenance: false, owner: 'pod-7', registerProcess: false, redact: ['iban'], logErrorMessages: true, actor: 'ops-bot', enqueueBatchInFlight: 4 });
+    expect(resolved).toMatchObject({
+      prefetch: 3,
+      listen: false,
+      maintenance: false,
+      owner: 'pod-7',
+      registerProcess: false,
+      redact: ['iban'],
+      logErrorMessages: true,
+      actor: 'ops-bot',
+      enqueueBatchInFlight: 4,
+    });
   });
 
   it('a bad value is reported under its path in the file', () => {

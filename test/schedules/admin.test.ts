@@ -29,10 +29,7 @@ async function ticks(name: string) {
 }
 
 async function job(id: string) {
-  const { rows } = await t.sql.query<{ kind: string; payload: unknown; queue: string; priority: number }>(
-    `SELECT kind, payload, queue, priority FROM "${t.schema}".jobs_all WHERE id = $1`,
-    [id],
-  );
+  const { rows } = await t.sql.query<{ kind: string; payload: unknown; queue: string; priority: number }>(`SELECT kind, payload, queue, priority FROM "${t.schema}".jobs_all WHERE id = $1`, [id]);
   return rows[0];
 }
 

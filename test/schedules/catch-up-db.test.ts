@@ -34,10 +34,7 @@ async function jobsOf(schedule: string) {
 
 /** Simulates downtime: moves the schedule's last decided tick back, as if no ticker had run since. */
 async function downtime(name: string, sql: string): Promise<Date> {
-  const { rows } = await t.sql.query<{ last_tick_at: Date }>(
-    `UPDATE "${t.schema}".schedules SET last_tick_at = ${sql} WHERE name = $1 RETURNING last_tick_at`,
-    [name],
-  );
+  const { rows } = await t.sql.query<{ last_tick_at: Date }>(`UPDATE "${t.schema}".schedules SET last_tick_at = ${sql} WHERE name = $1 RETURNING last_tick_at`, [name]);
   return rows[0]!.last_tick_at;
 }
 

@@ -47,10 +47,9 @@ function everySecond(name: string, job: JobDefinition, overlap: Overlap) {
 }
 
 async function ticks(name: string) {
-  const { rows } = await t.sql.query<{ tick_at: Date; outcome: string; job_id: string | null }>(
-    `SELECT tick_at, outcome, job_id::text FROM "${t.schema}".schedule_ticks WHERE schedule = $1 ORDER BY tick_at`,
-    [name],
-  );
+  const { rows } = await t.sql.query<{ tick_at: Date; outcome: string; job_id: string | null }>(`SELECT tick_at, outcome, job_id::text FROM "${t.schema}".schedule_ticks WHERE schedule = $1 ORDER BY tick_at`, [
+    name,
+  ]);
   return rows;
 }
 

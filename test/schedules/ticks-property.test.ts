@@ -31,7 +31,18 @@ const expression = fc
 const zones = fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York', 'Australia/Lord_Howe', 'Asia/Kolkata', 'America/Santiago', 'Pacific/Chatham');
 
 // Start near a 2026 transition of the zones above most of the time, anywhere in 2020–2030 otherwise.
-const transitions = ['2026-03-29T01:00:00Z', '2026-10-25T01:00:00Z', '2026-03-08T07:00:00Z', '2026-11-01T06:00:00Z', '2026-10-03T15:30:00Z', '2026-04-04T15:00:00Z', '2026-04-05T03:00:00Z', '2026-09-06T04:00:00Z', '2026-04-04T14:00:00Z', '2026-09-26T14:00:00Z'].map(Date.parse);
+const transitions = [
+  '2026-03-29T01:00:00Z',
+  '2026-10-25T01:00:00Z',
+  '2026-03-08T07:00:00Z',
+  '2026-11-01T06:00:00Z',
+  '2026-10-03T15:30:00Z',
+  '2026-04-04T15:00:00Z',
+  '2026-04-05T03:00:00Z',
+  '2026-09-06T04:00:00Z',
+  '2026-04-04T14:00:00Z',
+  '2026-09-26T14:00:00Z',
+].map(Date.parse);
 const start = fc.oneof(
   fc.tuple(fc.constantFrom(...transitions), fc.integer({ min: -30 * HOUR, max: 6 * HOUR })).map(([t, d]) => t + d),
   fc.integer({ min: Date.parse('2020-01-01T00:00:00Z'), max: Date.parse('2030-12-31T00:00:00Z') }),

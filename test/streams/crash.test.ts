@@ -20,14 +20,13 @@ describeWithRedis('consumer processes killed for real', () => {
 
   beforeAll(async () => {
     await db.sql.query(`CREATE SCHEMA IF NOT EXISTS "${db.schema}"`);
-    await db.sql.query(`CREATE TABLE "${db.schema}".handled (stream text NOT NULL, n int NOT NULL, entry_id text NOT NULL, phase text NOT NULL, pid int NOT NULL, token text, at timestamptz NOT NULL DEFAULT clock_timestamp())`);
+    await db.sql.query(
+      `CREATE TABLE "${db.schema}".handled (stream text NOT NULL, n int NOT NULL, entry_id text NOT NULL, phase text NOT NULL, pid int NOT NULL, token text, at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+    );
   });
 
   async function rows(stream: string, phase: 'started' | 'done'): Promise<{ n: number; pid: number; token: string | null }[]> {
-    const { rows } = await db.sql.query<{ n: number; pid: number; token: string | null }>(
-      `SELECT n, pid, token FROM "${db.schema}".handled WHERE stream = $1 AND phase = $2 ORDER BY at`,
-      [stream, phase],
-    );
+    const { rows } = await db.sql.query<{ n: number; pid: number; token: string | null }>(`SELECT n, pid, token FROM "${db.schema}".handled WHERE stream = $1 AND phase = $2 ORDER BY at`, [stream, phase]);
     return rows;
   }
 
@@ -72,7 +71,10 @@ describeWithRedis('consumer processes killed for real', () => {
     const started = await rows(stream, 'started');
     const count = new Map<number, number>();
     for (const r of started) count.set(r.n, (count.get(r.n) ?? 0) + 1);
-    expect([...count].filter(([, c]) => c > 1), 'entries handled twice').toEqual([]);
+    expect(
+      [...count].filter(([, c]) => c > 1),
+      'entries handled twice',
+    ).toEqual([]);
     expect(started.filter((r) => r.n === 10).map((r) => r.pid)).toEqual([a.pid]);
     // Everything published after the kill was handled, by B.
     expect(started.filter((r) => r.n >= 30).map((r) => r.pid)).toEqual(Array(10).fill(b.pid));
@@ -147,7 +149,10 @@ describeWithRedis('consumer processes killed for real', () => {
     });
     const done = await rows(stream, 'done');
     const handled = new Set(done.map((r) => r.n));
-    expect(Array.from({ length: 50 }, (_, n) => n).filter((n) => !handled.has(n)), 'entries never handled').toEqual([]);
+    expect(
+      Array.from({ length: 50 }, (_, n) => n).filter((n) => !handled.has(n)),
+      'entries never handled',
+    ).toEqual([]);
     // Entry 5 died with A and was taken over by a live consumer.
     expect(done.filter((r) => r.n === 5).map((r) => r.pid)).not.toContain(a.pid);
     // C rode out the Redis restart: it is still running, and consumed after it.

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, RedisUnavailableError, StoppedError, UnknownStatusError } from '../../src/errors.js';
 import { ConsumerRunner } from '../../src/streams/consumer-runner.js';
@@ -54,9 +54,7 @@ describe('defineConsumer', () => {
   });
 
   it('refuses options that contradict the delivery mode or each other', () => {
-    const err = configError(() =>
-      defineConsumer({ stream, group: 'g', delivery: 'at-most-once', maxDeliveries: 3, onExpired: () => {}, deadLetterStream: 'polymarket:order', handler: () => {} }),
-    );
+    const err = configError(() => defineConsumer({ stream, group: 'g', delivery: 'at-most-once', maxDeliveries: 3, onExpired: () => {}, deadLetterStream: 'polymarket:order', handler: () => {} }));
     expect(err.issues.map((i) => i.path).sort()).toEqual(['deadLetterStream', 'maxDeliveries', 'onExpired']);
   });
 });

@@ -23,9 +23,7 @@ describeWithRedis('diagnoseStreams', () => {
     expect(d.streams).toHaveLength(1);
     const s = d.streams[0]!;
     expect(s).toMatchObject({ stream: updates.name, exists: true, length: 3, deadLetterCount: 0 });
-    expect(s.groups).toEqual([
-      expect.objectContaining({ group: 'bets-backend', defined: true, exists: false, status: 'never-started', pending: 0, consumers: [] }),
-    ]);
+    expect(s.groups).toEqual([expect.objectContaining({ group: 'bets-backend', defined: true, exists: false, status: 'never-started', pending: 0, consumers: [] })]);
     expect(s.groups[0]!.statusText).toBe(`consumer never started: group "bets-backend" does not exist on "${updates.name}" — 3 entries wait and nothing reads them`);
   });
 
@@ -85,7 +83,7 @@ describeWithRedis('diagnoseStreams', () => {
     expect(s.groups[0]!.statusText).toMatch(/^no consumer is reading: 4 entries wait, the oldest for \d+ s; no consumer ever joined the group$/);
   });
 
-  it('reports entries stuck in pending, with the oldest one\'s age and idle time', async () => {
+  it("reports entries stuck in pending, with the oldest one's age and idle time", async () => {
     const stream = defineStream({ name: t.name('stuck'), payload });
     const raw = t.redis();
     await raw.xgroup('CREATE', stream.name, 'g', '0', 'MKSTREAM');

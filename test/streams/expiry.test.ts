@@ -52,7 +52,11 @@ describeWithRedis('message age limit (maxAgeMs)', () => {
     expect(ctx.publishedAtMs).toBe(Number(oldId.split('-')[0]));
     expect(ctx.ageMs).toBeGreaterThan(300_000);
     expect(of('stream.expired')).toEqual([expect.objectContaining({ id: oldId })]);
-    expect(of('stream.handled').map((e) => e.expired).sort()).toEqual([false, true]);
+    expect(
+      of('stream.handled')
+        .map((e) => e.expired)
+        .sort(),
+    ).toEqual([false, true]);
   });
 
   it('dead-letters an expired entry as `expired` when the consumer has no onExpired (at-least-once: acked)', async () => {

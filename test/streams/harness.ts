@@ -89,4 +89,3 @@ export function fieldsOf(list: string[]): Record<string, string> {
   for (let i = 0; i + 1 < list.length; i += 2) out[list[i]!] = list[i + 1]!;
   return out;
 }
-

@@ -5,10 +5,10 @@ import { ConfigError, PayloadInvalidError, PayloadTooLargeError, RedisUnavailabl
 import { defineConsumer } from '../../src/streams/define-consumer.js';
 import { defineStream } from '../../src/streams/define-stream.js';
 import { StreamClient } from '../../src/streams/stream-client.js';
+import { LocalContextManager } from '../support/otel.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 import { fieldsOf, useStreams } from './harness.js';
-import { LocalContextManager } from '../support/otel.js';
 
 describeWithRedis('publish', () => {
   const redis = useRedisServer();
@@ -89,7 +89,7 @@ describeWithRedis('publish', () => {
     expect(fieldsOf(entries[0]![1])).toEqual({ payload: '{"n":1}', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
   });
 
-  it('runs the consumer\'s handler in the trace context the entry carries', async () => {
+  it("runs the consumer's handler in the trace context the entry carries", async () => {
     const TRACE = createContextKey('test trace');
     const fake: TextMapPropagator = {
       inject: (ctx, carrier, setter) => {

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { RedisConnection, redisTooOld, redisVersionOf, MIN_REDIS_VERSION } from '../../src/streams/redis-connection.js';
 import { RedisVersionError } from '../../src/errors.js';
+import { MIN_REDIS_VERSION, RedisConnection, redisTooOld, redisVersionOf } from '../../src/streams/redis-connection.js';
 import { describeWithRedis, redisServerPath, useRedisServer } from '../support/redis.js';
 
 // No redis-server older than 6.2 installs here (Debian 12 ships 7.0), so the refusal is tested on

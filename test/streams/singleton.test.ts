@@ -24,14 +24,13 @@ describeWithRedis('singleton consumer', () => {
   db.migrateBeforeAll();
 
   beforeAll(async () => {
-    await db.sql.query(`CREATE TABLE "${db.schema}".handled (stream text NOT NULL, n int NOT NULL, entry_id text NOT NULL, phase text NOT NULL, pid int NOT NULL, token text, at timestamptz NOT NULL DEFAULT clock_timestamp())`);
+    await db.sql.query(
+      `CREATE TABLE "${db.schema}".handled (stream text NOT NULL, n int NOT NULL, entry_id text NOT NULL, phase text NOT NULL, pid int NOT NULL, token text, at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+    );
   });
 
   async function done(stream: string): Promise<{ n: number; pid: number; token: string }[]> {
-    const { rows } = await db.sql.query<{ n: number; pid: number; token: string }>(
-      `SELECT n, pid, token FROM "${db.schema}".handled WHERE stream = $1 AND phase = 'done' ORDER BY n`,
-      [stream],
-    );
+    const { rows } = await db.sql.query<{ n: number; pid: number; token: string }>(`SELECT n, pid, token FROM "${db.schema}".handled WHERE stream = $1 AND phase = 'done' ORDER BY n`, [stream]);
     return rows;
   }
 

@@ -5,10 +5,10 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineConsumer } from '../../src/streams/define-consumer.js';
 import { defineStream } from '../../src/streams/define-stream.js';
+import { LocalContextManager } from '../support/otel.js';
 import { describeWithRedis, useRedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 import { fieldsOf, useStreams } from './harness.js';
-import { LocalContextManager } from '../support/otel.js';
 
 describeWithRedis('tracing through a stream', () => {
   const redis = useRedisServer();

@@ -4,9 +4,9 @@ import { DaemonRunner } from '../../src/leadership/daemon-runner.js';
 import { defineDaemon } from '../../src/leadership/define-daemon.js';
 import { elideDataUrls } from '../../src/telemetry/data-urls.js';
 import { createLogger } from '../../src/telemetry/logger.js';
+import { openDatabase } from '../leadership/helpers.js';
 import { useTestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
-import { openDatabase } from '../leadership/helpers.js';
 
 // Bug 11 of issue 11: a frame of code loaded from a `data:` URL quotes the code (a transpiled
 // config with its secrets). Whatever loaded it, no such URL reaches a stored error or a log line;

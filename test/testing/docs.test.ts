@@ -10,7 +10,10 @@ describe('docs/testing.md', () => {
     expect(blocks.length).toBeGreaterThan(0);
     expect(blocks.filter((b) => !b.region)).toEqual([]);
     for (const helper of ['startEmbeddedPostgres(', 'createTestSchema(', 'runJob(', 'drain(', 'assertEnqueued(', 'refuteEnqueued(', 'tick(']) {
-      expect(blocks.some((b) => b.code.includes(helper)), helper).toBe(true);
+      expect(
+        blocks.some((b) => b.code.includes(helper)),
+        helper,
+      ).toBe(true);
     }
   });
 });

@@ -1,9 +1,9 @@
-// drain runs every due job inline, including what those jobs enqueue, with the worker's own claim.
-import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
-import { z } from 'zod';
 import { defineJob, type DrainLimitError } from 'nightshift';
 import { createTestSchema, drain, type TestSchema } from 'nightshift/testing';
+// drain runs every due job inline, including what those jobs enqueue, with the worker's own claim.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { z } from 'zod';
 
 const order: string[] = [];
 const step = defineJob({
@@ -15,7 +15,14 @@ const step = defineJob({
   },
 });
 const mail = defineJob({ kind: 'mail', payload: z.object({ to: z.string() }), queue: 'mail', run: async ({ to }) => void order.push(`mail:${to}`) });
-const flaky = defineJob({ kind: 'flaky', payload: z.object({}), backoff: { initialMs: 60_000, jitter: 0 }, run: async () => { throw new Error('boom'); } });
+const flaky = defineJob({
+  kind: 'flaky',
+  payload: z.object({}),
+  backoff: { initialMs: 60_000, jitter: 0 },
+  run: async () => {
+    throw new Error('boom');
+  },
+});
 const forever = defineJob({ kind: 'forever', payload: z.object({ n: z.number() }), run: async ({ n }, ctx) => void (await ctx.enqueue(forever, { n: n + 1 })) });
 
 let t: TestSchema;

@@ -4,10 +4,10 @@ import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EmbeddedPostgresStartError } from 'nightshift';
 import { startEmbeddedPostgres } from 'nightshift/testing';
+import pg from 'pg';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 // A private temp directory for this file, so what the server leaves (or not) is ours to count.
 let privateTmp: string;

@@ -1,11 +1,11 @@
 // enqueued / assertEnqueued / refuteEnqueued: what waits in the queue, also through a caller's transaction.
 import { AssertionError } from 'node:assert';
+import { defineJob } from 'nightshift';
+import { assertEnqueued, createTestSchema, drain, enqueued, refuteEnqueued, type TestSchema } from 'nightshift/testing';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { z } from 'zod';
-import { defineJob } from 'nightshift';
-import { assertEnqueued, createTestSchema, drain, enqueued, refuteEnqueued, type TestSchema } from 'nightshift/testing';
 
 const notify = defineJob({
   kind: 'notify',

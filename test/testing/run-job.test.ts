@@ -1,10 +1,10 @@
+import { defineJob, LeaseLostError, type JobContext, type NightshiftEvent } from 'nightshift';
+import { assertEnqueued, createTestSchema, runJob, type TestSchema } from 'nightshift/testing';
 // runJob gives the handler the context a worker gives it: every JobContext member with its real
 // behaviour, and the outcome as the worker records it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { z } from 'zod';
-import { defineJob, LeaseLostError, type JobContext, type NightshiftEvent } from 'nightshift';
-import { createTestSchema, runJob, assertEnqueued, type TestSchema } from 'nightshift/testing';
 import { waitFor } from '../support/wait.js';
 
 const echo = defineJob({ kind: 'echo', payload: z.object({ n: z.number() }), run: async ({ n }) => ({ doubled: n * 2 }) });

@@ -1,10 +1,10 @@
+import { defineConfig, defineJob } from 'nightshift';
+import { createTestSchema } from 'nightshift/testing';
 // createTestSchema: a fresh, migrated schema with a client; drop() removes it (or keeps it when asked).
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { z } from 'zod';
-import { defineConfig, defineJob } from 'nightshift';
-import { createTestSchema } from 'nightshift/testing';
 
 const url = inject('databaseUrl');
 let admin: pg.Pool;

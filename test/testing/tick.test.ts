@@ -1,9 +1,9 @@
+import { defineJob, defineSchedule } from 'nightshift';
+import { assertEnqueued, createTestSchema, drain, enqueued, tick, type TestSchema } from 'nightshift/testing';
 // tick: the schedule ticker's pass under a clock the test sets.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { z } from 'zod';
-import { defineJob, defineSchedule } from 'nightshift';
-import { assertEnqueued, createTestSchema, drain, enqueued, tick, type TestSchema } from 'nightshift/testing';
 
 const settle = defineJob({ kind: 'settle', payload: z.object({ dayId: z.number() }), run: async () => undefined });
 const poll = defineJob({ kind: 'poll', payload: z.object({}), run: async () => undefined });

@@ -14,13 +14,16 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startScript, type Proc } from '../support/processes.js';
 import { useTestDatabase } from '../support/db.js';
+import { startScript, type Proc } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MIGRATIONS = join(ROOT, 'src', 'db', 'migrations');
-const newest = readdirSync(MIGRATIONS).filter((f) => /^\d{4}_.*\.sql$/.test(f)).sort().at(-1)!;
+const newest = readdirSync(MIGRATIONS)
+  .filter((f) => /^\d{4}_.*\.sql$/.test(f))
+  .sort()
+  .at(-1)!;
 
 /** The commit before the one that added the newest migration, or why there is none. */
 function previousVersion(): { commit: string } | { missing: string } {
@@ -108,9 +111,7 @@ describe.runIf(runnable)(`a rolling upgrade across ${newest}: old and new worker
       .sort()
       .map((f) => Number(f.slice(0, 4)));
     // The newest migration lets older code run beside it, and the previous version checks that marker.
-    compatibleUpgrade =
-      /^-- nightshift:compatible\b/m.test(readFileSync(join(MIGRATIONS, newest), 'utf8')) &&
-      readFileSync(join(old, 'src', 'db', 'migrator.ts'), 'utf8').includes('nightshift:compatible');
+    compatibleUpgrade = /^-- nightshift:compatible\b/m.test(readFileSync(join(MIGRATIONS, newest), 'utf8')) && readFileSync(join(old, 'src', 'db', 'migrator.ts'), 'utf8').includes('nightshift:compatible');
     oldScript = join(old, 'upgrade-worker.mts');
     writeFileSync(oldScript, workerScript(pathToFileURL(join(old, 'src', 'index.ts')).href));
     // The new version's script lives beside a node_modules link too (`--import tsx` resolves from the working directory).

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
 import { drain, tick } from 'nightshift/testing';
+import { describe, expect, it } from 'vitest';
 import { defineCheck, isNightshiftError, type CheckResult, type CheckStatus, type NightshiftEvent } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
@@ -33,7 +33,9 @@ async function alertRows(check: string) {
 }
 
 async function notifications() {
-  return (await t.sql.query(`SELECT payload FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' ORDER BY id`)).rows.map((r: { payload: { notifier: string; notification: { id: string; event: string; sequence: number } } }) => r.payload);
+  return (await t.sql.query(`SELECT payload FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' ORDER BY id`)).rows.map(
+    (r: { payload: { notifier: string; notification: { id: string; event: string; sequence: number } } }) => r.payload,
+  );
 }
 
 describe('the alert state machine, in the database', () => {

@@ -47,7 +47,10 @@ describe('built-in checks about the fleet', () => {
     expect(subject(await wd.runCheck('nightshift.leaderless-daemons'), 'beacon')).toBeUndefined();
     holder.kill('SIGKILL');
     await holder.exited;
-    await waitFor('the lease to have expired over half a second ago', async () => (await t.sql.query(`SELECT expires_at < now() - interval '500 milliseconds' AS gone FROM ${q()}.leases WHERE name = 'daemon:beacon'`)).rows[0].gone);
+    await waitFor(
+      'the lease to have expired over half a second ago',
+      async () => (await t.sql.query(`SELECT expires_at < now() - interval '500 milliseconds' AS gone FROM ${q()}.leases WHERE name = 'daemon:beacon'`)).rows[0].gone,
+    );
     const bad = await wd.runCheck('nightshift.leaderless-daemons');
     expect(subject(bad, 'beacon')).toMatchObject({ status: 'critical', message: expect.stringMatching(/^daemon "beacon" has had no leader for .* \(the last was .*:\d+\)/) });
     // Mended: another process hosting the daemon takes the lease.

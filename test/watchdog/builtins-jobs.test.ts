@@ -1,6 +1,6 @@
+import { drain } from 'nightshift/testing';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { drain } from 'nightshift/testing';
 import { defineJob, discard, hold, type CheckRunReport, type NightshiftOptions } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { startScript } from '../support/processes.js';
@@ -12,7 +12,9 @@ t.migrateBeforeAll();
 const q = () => `"${t.schema}"`;
 
 const subject = (r: CheckRunReport, s: string) => r.results.find((x) => x.subject === s);
-const alertOf = async (check: string, s: string) => (await t.sql.query(`SELECT level, resolved_at FROM ${q()}.alerts WHERE check_name = $1 AND subject = $2 ORDER BY id DESC LIMIT 1`, [check, s])).rows[0] as { level: string; resolved_at: Date | null } | undefined;
+const alertOf = async (check: string, s: string) =>
+  (await t.sql.query(`SELECT level, resolved_at FROM ${q()}.alerts WHERE check_name = $1 AND subject = $2 ORDER BY id DESC LIMIT 1`, [check, s])).rows[0] as
+    { level: string; resolved_at: Date | null } | undefined;
 const watchdog = (builtins: NonNullable<NightshiftOptions['watchdog']>['builtins'], jobs: NightshiftOptions['jobs'] = []) => t.client({ jobs, watchdog: { builtins } });
 
 describe('built-in checks about jobs', () => {
@@ -20,7 +22,10 @@ describe('built-in checks about jobs', () => {
     const slowpoke = defineJob({ kind: 'slowpoke', queue: 'lagging', payload: z.object({}), run: async () => {} });
     const wd = watchdog({ queueLag: { warningMs: 1_000, criticalMs: 3_600_000 } }, [slowpoke]);
     const { id } = await wd.enqueue(slowpoke, {});
-    await waitFor('the job to be due for over a second (database clock)', async () => (await t.sql.query(`SELECT now() - run_at > interval '1 second' AS late FROM ${q()}.jobs_all WHERE id = $1`, [id])).rows[0].late);
+    await waitFor(
+      'the job to be due for over a second (database clock)',
+      async () => (await t.sql.query(`SELECT now() - run_at > interval '1 second' AS late FROM ${q()}.jobs_all WHERE id = $1`, [id])).rows[0].late,
+    );
     const bad = await wd.runCheck('nightshift.queue-lag');
     expect(subject(bad, 'lagging')).toMatchObject({ status: 'warning', message: expect.stringContaining('queue "lagging": the oldest due job has waited') });
     expect(subject(bad, 'lagging')!.message).toContain('nightshift workers');

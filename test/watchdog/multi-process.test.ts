@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startScript, type Proc } from '../support/processes.js';
 import { useTestDatabase } from '../support/db.js';
+import { startScript, type Proc } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
 import { webhookReceiver } from './receivers.js';
 
@@ -75,7 +75,10 @@ describe('a check on three worker processes', () => {
     expect(receiver.verified().map((r) => r.json.id)).toEqual([`${id}.1`, `${id}.2`, `${id}.3`]);
     expect(receiver.received).toHaveLength(3);
     // Each tick was decided once and applied once: one job per tick, one run per tick.
-    const ticks = (await t.sql.query(`SELECT tick_at, job_id::text FROM ${q()}.schedule_ticks WHERE schedule = 'check:flag' AND outcome = 'enqueued' ORDER BY tick_at`)).rows as { tick_at: Date; job_id: string }[];
+    const ticks = (await t.sql.query(`SELECT tick_at, job_id::text FROM ${q()}.schedule_ticks WHERE schedule = 'check:flag' AND outcome = 'enqueued' ORDER BY tick_at`)).rows as {
+      tick_at: Date;
+      job_id: string;
+    }[];
     expect(new Set(ticks.map((k) => k.job_id)).size).toBe(ticks.length);
     const runs = (await t.sql.query(`SELECT run_at FROM ${q()}.check_runs WHERE check_name = 'flag' ORDER BY run_at`)).rows as { run_at: Date }[];
     const tickTimes = new Set(ticks.map((k) => k.tick_at.getTime()));

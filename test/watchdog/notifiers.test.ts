@@ -1,5 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   createLogger,
   defineCheck,
@@ -55,7 +55,11 @@ describe('notifiers deliver to receivers on loopback', () => {
     await waitFor('the opened notification', () => rcv.verified().length === 1);
     const [got] = rcv.received;
     expect(got!.path).toBe('/alerts');
-    expect(got!.json).toMatchObject({ event: 'opened', sequence: 1, alert: { check: 'hooked', subject: '', level: 'critical', message: 'the flag is critical', details: { flag: 'critical' }, acknowledged: false } });
+    expect(got!.json).toMatchObject({
+      event: 'opened',
+      sequence: 1,
+      alert: { check: 'hooked', subject: '', level: 'critical', message: 'the flag is critical', details: { flag: 'critical' }, acknowledged: false },
+    });
     expect(got!.headers['nightshift-notification-id']).toBe(got!.json.id);
     expect(got!.headers['content-type']).toBe('application/json');
     // The exported verifier agrees with the snippet of the docs; a tampered body or another secret does not verify.
@@ -82,7 +86,12 @@ describe('notifiers deliver to receivers on loopback', () => {
     state.status = 'ok';
     await ns.runCheck('outage');
     // Every notification has failed at least twice against the closed port before it comes back.
-    const attempts = async () => (await t.sql.query(`SELECT attempt, state::text, errors FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' AND payload->'notification'->'alert'->>'check' = 'outage'`)).rows as { attempt: number; state: string; errors: { message: string }[] }[];
+    const attempts = async () =>
+      (await t.sql.query(`SELECT attempt, state::text, errors FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' AND payload->'notification'->'alert'->>'check' = 'outage'`)).rows as {
+        attempt: number;
+        state: string;
+        errors: { message: string }[];
+      }[];
     await waitFor('three notifications, each retried', async () => {
       const rows = await attempts();
       return rows.length === 3 && rows.every((r) => r.attempt >= 2 && r.state === 'available');
@@ -94,7 +103,12 @@ describe('notifiers deliver to receivers on loopback', () => {
     const [alert] = await ns.listAlerts({ check: 'outage' });
     const ids = rcv.verified().map((r) => r.json.id as string);
     expect(new Set(ids)).toEqual(new Set([`${alert!.id}.1`, `${alert!.id}.2`, `${alert!.id}.3`]));
-    expect(rcv.verified().map((r) => `${r.json.sequence as number}:${r.json.event as string}`).sort()).toEqual(['1:opened', '2:changed', '3:resolved']);
+    expect(
+      rcv
+        .verified()
+        .map((r) => `${r.json.sequence as number}:${r.json.event as string}`)
+        .sort(),
+    ).toEqual(['1:opened', '2:changed', '3:resolved']);
     const resolved = rcv.verified().find((r) => r.json.event === 'resolved')!.json.alert as { durationMs: number; resolvedAt: string };
     expect(resolved.durationMs).toBe(alert!.durationMs);
   });
@@ -124,7 +138,12 @@ describe('notifiers deliver to receivers on loopback', () => {
     expect(sent.chat_id).toBe(-100123);
     expect(sent.text.split('\n')[0]).toBe('[CRITICAL] telegrammed: opened');
     expect(sent.text).toContain('the flag is critical');
-    const job = async () => (await t.sql.query(`SELECT state::text, attempt, errors FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' AND payload->'notification'->'alert'->>'check' = 'telegrammed'`)).rows[0] as { state: string; attempt: number; errors: { message: string }[] };
+    const job = async () =>
+      (await t.sql.query(`SELECT state::text, attempt, errors FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' AND payload->'notification'->'alert'->>'check' = 'telegrammed'`)).rows[0] as {
+        state: string;
+        attempt: number;
+        errors: { message: string }[];
+      };
     await waitFor('the job to complete', async () => (await job()).state === 'completed');
     const done = await job();
     expect(done.attempt).toBe(2);
@@ -136,7 +155,11 @@ describe('notifiers deliver to receivers on loopback', () => {
     const auth = { user: 'alerts', pass: randomBytes(8).toString('hex') };
     const rcv = keep(await smtpReceiver({ auth }));
     const { state, check } = flag('mailed');
-    const ns = client('mail', [emailNotifier({ smtp: { host: '127.0.0.1', port: rcv.port, user: auth.user, password: auth.pass }, from: 'nightshift@example.com', to: ['oncall@example.com', 'ops@example.com'] })], check);
+    const ns = client(
+      'mail',
+      [emailNotifier({ smtp: { host: '127.0.0.1', port: rcv.port, user: auth.user, password: auth.pass }, from: 'nightshift@example.com', to: ['oncall@example.com', 'ops@example.com'] })],
+      check,
+    );
     await ns.start();
     state.status = 'warning';
     await ns.runCheck('mailed');
@@ -160,7 +183,9 @@ describe('notifiers deliver to receivers on loopback', () => {
     await ns.start();
     state.status = 'critical';
     await ns.runCheck('mail-denied');
-    const job = async () => (await t.sql.query(`SELECT attempt, errors FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' AND payload->'notification'->'alert'->>'check' = 'mail-denied'`)).rows[0] as { attempt: number; errors: { message: string; code?: string }[] } | undefined;
+    const job = async () =>
+      (await t.sql.query(`SELECT attempt, errors FROM ${q()}.jobs_all WHERE kind = 'nightshift.notify' AND payload->'notification'->'alert'->>'check' = 'mail-denied'`)).rows[0] as
+        { attempt: number; errors: { message: string; code?: string }[] } | undefined;
     await waitFor('two failed attempts', async () => ((await job())?.errors?.length ?? 0) >= 2);
     const j = (await job())!;
     expect(j.errors[0]!.message).toMatch(/^notifier "email": email "email" via 127\.0\.0\.1:\d+ failed \(EAUTH, SMTP 535\)/);

@@ -6,7 +6,7 @@
  * same port.
  */
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
+import { createServer as createTcpServer, type Socket, type Server as TcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { verify } from './fixtures/verify-signature.js';
 
@@ -148,7 +148,12 @@ export async function smtpReceiver(options: { auth?: { user: string; pass: strin
               const head = raw.slice(0, split);
               const headers: Record<string, string> = {};
               for (const h of head.replace(/\r\n[ \t]+/g, ' ').split('\r\n')) headers[h.slice(0, h.indexOf(':')).toLowerCase()] = h.slice(h.indexOf(':') + 1).trim();
-              received.push({ path: 'smtp', headers, body: raw, json: { from: envelope.from, to: envelope.to, text: raw.slice(split + 4), subject: headers.subject ?? '', messageId: headers['message-id'] ?? '' } });
+              received.push({
+                path: 'smtp',
+                headers,
+                body: raw,
+                json: { from: envelope.from, to: envelope.to, text: raw.slice(split + 4), subject: headers.subject ?? '', messageId: headers['message-id'] ?? '' },
+              });
               data = undefined;
               envelope = { from: '', to: [] };
               say('250 2.0.0 queued');

@@ -14,21 +14,33 @@ afterEach(async () => {
 });
 const keep = <C extends { stop(): Promise<void> }>(c: C) => (made.push(c), c);
 const client = (o: { activeRoles?: string[]; builtins?: false | Record<string, unknown> } = {}) =>
-  keep(createNightshift({
-    databaseUrl: 'postgres://plan-only/',
-    logger: silentLogger(),
-    jobs: [mail],
-    checks: [mine],
-    watchdog: { builtins: (o.builtins ?? {}) as never },
-    roles: { workers: { jobs: ['mail'] }, watchdog: { checks: ['mine', 'nightshift.*'] }, builtins: { checks: ['nightshift.queue-lag', 'nightshift.expired-leases'] } },
-    ...(o.activeRoles ? { activeRoles: o.activeRoles } : {}),
-  }));
+  keep(
+    createNightshift({
+      databaseUrl: 'postgres://plan-only/',
+      logger: silentLogger(),
+      jobs: [mail],
+      checks: [mine],
+      watchdog: { builtins: (o.builtins ?? {}) as never },
+      roles: { workers: { jobs: ['mail'] }, watchdog: { checks: ['mine', 'nightshift.*'] }, builtins: { checks: ['nightshift.queue-lag', 'nightshift.expired-leases'] } },
+      ...(o.activeRoles ? { activeRoles: o.activeRoles } : {}),
+    }),
+  );
 
 describe('roles and checks', () => {
   it('a role hosting checks gets their schedules, kinds, the notification kind and the watchdog queue', async () => {
     const ns = client({ activeRoles: ['watchdog'] });
     const plan = ns.planRoles();
-    expect(plan.checks).toEqual(['mine', 'nightshift.queue-lag', 'nightshift.unrunnable-kinds', 'nightshift.expired-leases', 'nightshift.discarded-jobs', 'nightshift.waiting-for-operator', 'nightshift.overdue-schedules', 'nightshift.leaderless-daemons', 'nightshift.connection-budget']);
+    expect(plan.checks).toEqual([
+      'mine',
+      'nightshift.queue-lag',
+      'nightshift.unrunnable-kinds',
+      'nightshift.expired-leases',
+      'nightshift.discarded-jobs',
+      'nightshift.waiting-for-operator',
+      'nightshift.overdue-schedules',
+      'nightshift.leaderless-daemons',
+      'nightshift.connection-budget',
+    ]);
     expect(plan.schedules).toContain('check:mine');
     expect(plan.schedules).toContain('check:nightshift.queue-lag');
     expect(plan.kinds).toEqual(expect.arrayContaining(['check:mine', 'nightshift.notify']));

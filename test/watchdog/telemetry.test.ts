@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
 import { createLogger, defineCheck, webhookNotifier, type CheckStatus } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 

@@ -22,7 +22,13 @@ export async function startBets(ctx: TourContext, redisUrl: string): Promise<Tou
   const exchange = new FakeExchange({ alice: 100 }, 50);
   const exchangeUrl = await exchange.start();
   // nightshift's tables hold the operator's leader lease.
-  const options = { databaseUrl: ctx.databaseUrl, schema: SCHEMA, redisUrl, streams: [orderIntents, orderUpdates], consumers: [operatorConsumer({ exchangeUrl, maxIntentAgeMs: MAX_AGE_MS }), backendConsumer(ctx.sql, SCHEMA)] };
+  const options = {
+    databaseUrl: ctx.databaseUrl,
+    schema: SCHEMA,
+    redisUrl,
+    streams: [orderIntents, orderUpdates],
+    consumers: [operatorConsumer({ exchangeUrl, maxIntentAgeMs: MAX_AGE_MS }), backendConsumer(ctx.sql, SCHEMA)],
+  };
   const ns = createNightshift({ ...options, logger: silentLogger(), registerProcess: false });
   await ns.migrate();
   await ns.stop();

@@ -36,7 +36,16 @@ async function fakeTelegram(token: string) {
 export async function startBoEngine(ctx: TourContext): Promise<TourSystem> {
   const token = '4242:nightshift-tour';
   const telegram = await fakeTelegram(token);
-  const env = { TELEGRAM_BOT_TOKEN: token, TELEGRAM_CHAT_ID: '-1001', TELEGRAM_API_URL: telegram.url, DATABASE_URL: ctx.databaseUrl, NS_SCHEMA: SCHEMA, BO_FAST: '1', BO_SETTLE_MS: '300', BO_ARTIFACTS: mkdtempSync(join(tmpdir(), 'nightshift-tour-artifacts-')) };
+  const env = {
+    TELEGRAM_BOT_TOKEN: token,
+    TELEGRAM_CHAT_ID: '-1001',
+    TELEGRAM_API_URL: telegram.url,
+    DATABASE_URL: ctx.databaseUrl,
+    NS_SCHEMA: SCHEMA,
+    BO_FAST: '1',
+    BO_SETTLE_MS: '300',
+    BO_ARTIFACTS: mkdtempSync(join(tmpdir(), 'nightshift-tour-artifacts-')),
+  };
   const cli = async (...args: string[]) => {
     const r = await ctx.fleet.run('bo-engine cli', CLI, env, ['--config', CONFIG, '--actor', 'tour', ...args]);
     if (r.code !== 0) throw new Error(`nightshift ${args.join(' ')} exited ${r.code}: ${r.output.trim()}`);
@@ -63,7 +72,15 @@ export async function startBoEngine(ctx: TourContext): Promise<TourSystem> {
       const failed = await waitFor('the settlement to fail', async () => ((await run())?.state === 'failed' ? run() : undefined), 120_000);
       lines.push(`settlement of day ${day}: failed — ${failed!.reason ?? ''}`.trim());
       // The other pools finish (they were already running) before the rerun chooses what to repeat.
-      await waitFor('the other pools to finish', async () => (await one<{ n: number }>(`SELECT count(*)::int AS n FROM ${q}pipeline_steps s JOIN ${q}pipeline_runs r ON r.id = s.run_id WHERE r.key = $1 AND s.item <> '' AND s.state IN ('ready', 'running')`, [day]))?.n === 0);
+      await waitFor(
+        'the other pools to finish',
+        async () =>
+          (
+            await one<{ n: number }>(`SELECT count(*)::int AS n FROM ${q}pipeline_steps s JOIN ${q}pipeline_runs r ON r.id = s.run_id WHERE r.key = $1 AND s.item <> '' AND s.state IN ('ready', 'running')`, [
+              day,
+            ])
+          )?.n === 0,
+      );
       const alert = await waitFor('the failure alert', () => one<{ reason: string }>(`SELECT reason FROM ${q}bo_alerts WHERE day_id = $1`, [day]));
       lines.push(`the onFailure alert job ran: "${alert.reason.slice(0, 60)}…"`);
       const before = (await attempts()).length;

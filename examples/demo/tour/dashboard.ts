@@ -4,9 +4,9 @@
 // from the system's own definitions (its nightshift.config.ts), so the dashboard's actions work:
 // resolve a held payment, rerun a settlement, trigger a schedule.
 import { createServer, type Server } from 'node:http';
-import { createNightshift, type Nightshift, type NightshiftOptions } from '../../../src/index.js';
-import { checkBind, createDashboard, type Dashboard } from '../../../src/dashboard/index.js';
 import { esc } from '../../../src/dashboard/html.js';
+import { checkBind, createDashboard, type Dashboard } from '../../../src/dashboard/index.js';
+import { createNightshift, type Nightshift, type NightshiftOptions } from '../../../src/index.js';
 import { silentLogger } from '../../../src/telemetry/logger.js';
 
 /** One system's page: its path segment, its title and its client's options. */

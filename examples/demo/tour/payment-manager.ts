@@ -54,14 +54,29 @@ export async function startPaymentManager(ctx: TourContext): Promise<TourSystem>
       const confirmed = await call('POST', `/intents/${id}/confirm`);
       if (confirmed.status !== 202) throw new Error(`confirm answered ${confirmed.status}`);
       lines.push(`top-up ${id.slice(0, 8)}… of 770.00 THB confirmed; the PSP took the confirm and never answered`);
-      const held = await waitFor('the PSP job to be held for review', () =>
-        one<{ id: string; reason: string }>(
-          `SELECT j.id::text, j.reason FROM ${q}jobs j JOIN ${q}pm_psp_tx_map m ON m.id::text = j.payload->>'rowId' WHERE j.kind = 'psp-process' AND j.state = 'held' AND m.intent_id = $1 AND m.state = 'MANUAL_REVIEW'`,
-          [id],
-        ),
-      150_000);
+      const held = await waitFor(
+        'the PSP job to be held for review',
+        () =>
+          one<{ id: string; reason: string }>(
+            `SELECT j.id::text, j.reason FROM ${q}jobs j JOIN ${q}pm_psp_tx_map m ON m.id::text = j.payload->>'rowId' WHERE j.kind = 'psp-process' AND j.state = 'held' AND m.intent_id = $1 AND m.state = 'MANUAL_REVIEW'`,
+            [id],
+          ),
+        150_000,
+      );
       lines.push(`PSP row in MANUAL_REVIEW, job ${held.id} held: "${held.reason.slice(0, 72)}…"`);
-      const resolve = await ctx.fleet.run('payment-manager cli', CLI, env, ['--config', CONFIG, '--actor', 'ops-anna', 'jobs', 'resolve', held.id, '--as', 'completed', '--reason', 'IPPS statement shows the payment']);
+      const resolve = await ctx.fleet.run('payment-manager cli', CLI, env, [
+        '--config',
+        CONFIG,
+        '--actor',
+        'ops-anna',
+        'jobs',
+        'resolve',
+        held.id,
+        '--as',
+        'completed',
+        '--reason',
+        'IPPS statement shows the payment',
+      ]);
       if (resolve.code !== 0) throw new Error(`jobs resolve exited ${resolve.code}: ${resolve.output.trim()}`);
       lines.push(`ops-anna: nightshift jobs resolve ${held.id} --as completed --reason "IPPS statement shows the payment"`);
       await waitFor('the intent to settle', async () => (await one<{ status: string }>(`SELECT status FROM ${q}pm_intents WHERE id = $1`, [id]))?.status === 'SETTLED');

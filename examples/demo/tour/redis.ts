@@ -30,10 +30,14 @@ export async function startTourRedis(): Promise<TourRedis> {
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
   let done = false;
   void exited.then(() => (done = true));
-  await waitFor('redis-server to accept connections', () => {
-    if (done) throw new Error(`redis-server exited:\n${out}`);
-    return out.includes('Ready to accept connections');
-  }, 30_000);
+  await waitFor(
+    'redis-server to accept connections',
+    () => {
+      if (done) throw new Error(`redis-server exited:\n${out}`);
+      return out.includes('Ready to accept connections');
+    },
+    30_000,
+  );
   return {
     url: `redis://127.0.0.1:${port}`,
     async stop() {

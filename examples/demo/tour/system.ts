@@ -1,8 +1,8 @@
 // What every system of the tour has: how it starts, what the dashboard shows of it, and the step
 // of the scripted day it plays.
 import type pg from 'pg';
-import type { NightshiftConfig } from '../../../src/index.js';
 import { toClientOptions } from '../../../src/config/define-config.js';
+import type { NightshiftConfig } from '../../../src/index.js';
 import type { DashboardSystem } from './dashboard.js';
 import type { Fleet } from './fleet.js';
 

@@ -3,8 +3,8 @@ import type { AlertRecord } from '../../index.js';
 import type { CliRun } from '../cli-io.js';
 import { clientCommand, listCommand } from '../client-command.js';
 import { UsageError } from '../exit-codes.js';
-import { intFlag } from '../parse.js';
 import { age } from '../output.js';
+import { intFlag } from '../parse.js';
 
 /**
  * `nightshift alerts [--open] [--check name]` and `nightshift alerts ack <id> --reason …`: the

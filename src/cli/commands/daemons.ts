@@ -12,7 +12,9 @@ export function registerDaemons(program: Command, run: CliRun): void {
       return [
         ...leases.map((l) => ({ ...l, status: l.expired ? 'no leader (lease expired)' : 'leading' })),
         // A daemon that was never elected has no lease row yet: say so rather than hide it.
-        ...defined.filter((n) => !leases.some((l) => l.name === n)).map((name) => ({ name, holder: null, token: null, expiresAt: null, acquiredAt: null, renewedAt: null, expired: true, status: 'never elected' })),
+        ...defined
+          .filter((n) => !leases.some((l) => l.name === n))
+          .map((name) => ({ name, holder: null, token: null, expiresAt: null, acquiredAt: null, renewedAt: null, expired: true, status: 'never elected' })),
       ];
     },
     columns: [

@@ -5,10 +5,10 @@ import { Option, type Command } from 'commander';
 import { CONFIG_FILES } from '../../config/load-config.js';
 import { createDashboard, serveDashboard } from '../../dashboard/index.js';
 import { localImports } from '../../dev/local-imports.js';
-import { PortUnavailableError } from '../../errors.js';
 import { openProjectPostgres, type ProjectPostgres } from '../../dev/project-postgres.js';
-import { parseRoles } from '../../roles/role-plan.js';
+import { PortUnavailableError } from '../../errors.js';
 import type { Nightshift } from '../../index.js';
+import { parseRoles } from '../../roles/role-plan.js';
 import type { CliRun, TextSink } from '../cli-io.js';
 import { cliContext, type GlobalOptions } from '../context.js';
 import { EXIT, UsageError } from '../exit-codes.js';
@@ -95,7 +95,10 @@ async function runApp(run: CliRun, g: GlobalOptions, opts: DevOptions): Promise<
   // the app drains once: a second request changes nothing.
   const offs: (() => void)[] = [];
   const stopped = new Promise<number>((resolve) => {
-    offs.push(run.stops.listen(() => void stop().then(resolve)), run.onParentGone(() => void stop().then(resolve)));
+    offs.push(
+      run.stops.listen(() => void stop().then(resolve)),
+      run.onParentGone(() => void stop().then(resolve)),
+    );
   }).finally(() => offs.forEach((off) => off()));
   try {
     const m = await ns.migrate();

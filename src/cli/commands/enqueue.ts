@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { isNightshiftError, UnknownKindError, type EnqueueOptions, type EnqueueResult } from '../../index.js';
 import type { CliRun } from '../cli-io.js';
 import { clientCommand } from '../client-command.js';
-import { intFlag, jsonFlag } from '../parse.js';
 import { UsageError } from '../exit-codes.js';
+import { intFlag, jsonFlag } from '../parse.js';
 
 interface EnqueueFlags {
   payload?: string;
@@ -34,7 +34,7 @@ export function registerEnqueue(program: Command, run: CliRun): void {
       .option('--run-at <iso>', 'run at this time (ISO-8601 with a zone, e.g. 2026-01-31T12:00:00Z)')
       .option('--delay-ms <n>', 'run after this many milliseconds')
       .option('--priority <n>', 'lower runs first, -1000..1000')
-      .option('--queue <name>', 'queue (default: the kind\'s)')
+      .option('--queue <name>', "queue (default: the kind's)")
       .option('--max-attempts <n>', 'attempts before it is discarded')
       .option('--dedupe-key <key>', 'at most one pending job with this key')
       .option('--debounce-ms <n>', 'with --dedupe-key: move the pending job to now + n ms')

@@ -3,8 +3,8 @@ import type { BulkOptions, JobLimitState, JobLogLine, JobRecord, JobState, Resol
 import type { CliRun } from '../cli-io.js';
 import { clientCommand, listCommand } from '../client-command.js';
 import { UsageError } from '../exit-codes.js';
-import { intFlag, listFlag } from '../parse.js';
 import { age } from '../output.js';
+import { intFlag, listFlag } from '../parse.js';
 import { jobLimitLines } from './limits.js';
 
 interface FilterFlags {
@@ -27,10 +27,20 @@ export function jobNote(j: Pick<JobRecord, 'state' | 'reason' | 'errors'>): stri
 /** One job in full: fields, then its limits (waiting for one is not stuck), its error history, then its log. */
 function jobLines(j: JobRecord, logs: JobLogLine[], limits: JobLimitState[]): string[] {
   const rows: [string, unknown][] = [
-    ['id', j.id], ['kind', j.kind], ['queue', j.queue], ['state', j.state], ['priority', j.priority],
-    ['attempt', `${j.attempt} of ${j.maxAttempts}`], ['delivery', j.delivery], ['run at', j.runAt.toISOString()],
-    ['created', j.createdAt.toISOString()], ['started', j.startedAt?.toISOString()], ['finished', j.finishedAt?.toISOString()],
-    ['expires', j.expiresAt?.toISOString()], ['dedupe key', j.dedupeKey], ['lease', j.leaseOwner ? `${j.leaseOwner} token ${j.leaseToken} until ${j.leaseExpiresAt?.toISOString()}` : j.leaseToken ? `last token ${j.leaseToken}` : undefined],
+    ['id', j.id],
+    ['kind', j.kind],
+    ['queue', j.queue],
+    ['state', j.state],
+    ['priority', j.priority],
+    ['attempt', `${j.attempt} of ${j.maxAttempts}`],
+    ['delivery', j.delivery],
+    ['run at', j.runAt.toISOString()],
+    ['created', j.createdAt.toISOString()],
+    ['started', j.startedAt?.toISOString()],
+    ['finished', j.finishedAt?.toISOString()],
+    ['expires', j.expiresAt?.toISOString()],
+    ['dedupe key', j.dedupeKey],
+    ['lease', j.leaseOwner ? `${j.leaseOwner} token ${j.leaseToken} until ${j.leaseExpiresAt?.toISOString()}` : j.leaseToken ? `last token ${j.leaseToken}` : undefined],
     ['reason', j.reason],
   ];
   const lines = rows.filter(([, v]) => v !== undefined && v !== null).map(([k, v]) => `${k.padEnd(11)} ${String(v)}`);
@@ -101,7 +111,8 @@ export function registerJobs(program: Command, run: CliRun): void {
       run,
       {
         check: (f, [ids]) => {
-          if (!(f.kind || f.queue || f.state) && ids.length === 0) throw new UsageError(`give job ids or a filter (--kind, --queue, --state)`, `e.g. nightshift jobs ${name} 42, or nightshift jobs ${name} --kind send-email --yes`);
+          if (!(f.kind || f.queue || f.state) && ids.length === 0)
+            throw new UsageError(`give job ids or a filter (--kind, --queue, --state)`, `e.g. nightshift jobs ${name} 42, or nightshift jobs ${name} --kind send-email --yes`);
         },
         fetch: async (ns, { flags: f, args: [ids] }): Promise<BulkResult> => {
           const reason = f.reason ? { reason: f.reason } : {};
@@ -126,10 +137,7 @@ export function registerJobs(program: Command, run: CliRun): void {
   bulk('cancel', 'cancel pending, held, abandoned or running jobs');
 
   clientCommand<{ reason?: string }, [string], JobRecord>(
-    jobs
-      .command('run-now <id>')
-      .description('run a pending job now: one due later (--run-at, --delay-ms, a back-off) or debounced')
-      .option('--reason <text>', 'why (kept in the audit log)'),
+    jobs.command('run-now <id>').description('run a pending job now: one due later (--run-at, --delay-ms, a back-off) or debounced').option('--reason <text>', 'why (kept in the audit log)'),
     run,
     {
       fetch: (ns, { flags: f, args: [id] }) => ns.runJobNow(id, { ...(f.reason !== undefined ? { reason: f.reason } : {}) }),

@@ -32,9 +32,17 @@ function showRun(d: PipelineRunDetail): string[] {
   const lines: string[] = [];
   const out = (line: string): void => void lines.push(line);
   const fields: [string, unknown][] = [
-    ['run', `${d.id}${d.dryRun ? ' (dry run)' : ''}`], ['pipeline', d.pipeline], ['key', d.key], ['state', d.state], ['generation', d.generation],
-    ['reason', d.reason], ['warnings', d.warnings || undefined], ['started by', d.startedBy], ['created', d.createdAt.toISOString()],
-    ['finished', d.finishedAt?.toISOString()], ['deadline', d.deadlineAt ? `${d.deadlineAt.toISOString()}${d.deadlineMissedAt ? ' (missed)' : ''}` : undefined],
+    ['run', `${d.id}${d.dryRun ? ' (dry run)' : ''}`],
+    ['pipeline', d.pipeline],
+    ['key', d.key],
+    ['state', d.state],
+    ['generation', d.generation],
+    ['reason', d.reason],
+    ['warnings', d.warnings || undefined],
+    ['started by', d.startedBy],
+    ['created', d.createdAt.toISOString()],
+    ['finished', d.finishedAt?.toISOString()],
+    ['deadline', d.deadlineAt ? `${d.deadlineAt.toISOString()}${d.deadlineMissedAt ? ' (missed)' : ''}` : undefined],
     ['published', d.artifactsPublishedAt?.toISOString()],
   ];
   for (const [k, v] of fields) if (v !== undefined && v !== null) out(`${k.padEnd(11)} ${String(v)}`);
@@ -46,7 +54,13 @@ function showRun(d: PipelineRunDetail): string[] {
         s.name,
         s.needs.join(','),
         [s.map ? 'map' : '', s.optional ? (s.optional === 'skip' ? 'optional(skip)' : 'optional') : '', s.effect ? 'effect' : ''].filter(Boolean).join(' '),
-        s.items ? `${s.state} (${Object.entries(s.items.byState).map(([st, n]) => `${n} ${st}`).join(', ') || `0 of ${s.items.total}`})` : s.state,
+        s.items
+          ? `${s.state} (${
+              Object.entries(s.items.byState)
+                .map(([st, n]) => `${n} ${st}`)
+                .join(', ') || `0 of ${s.items.total}`
+            })`
+          : s.state,
         s.attempts,
         s.jobId ? `${s.jobId}${s.jobState ? ` ${s.jobState}` : ''}` : '',
         s.startedAt?.toISOString() ?? '',
@@ -59,19 +73,47 @@ function showRun(d: PipelineRunDetail): string[] {
   const items = d.stepList.flatMap((s) => (s.items?.list ?? []).map((i) => ({ step: s.name, ...i })));
   if (items.length) {
     out('');
-    out(table(['step', 'item', 'state', 'attempts', 'job', 'took', 'output', 'note'], items.map((i) => [i.step, i.key, i.state, i.attempts, i.jobId ?? '', ms(i.startedAt, i.finishedAt), i.outputBytes === null ? '' : `${i.outputBytes} B`, String(i.error?.message ?? '').slice(0, 60)])));
+    out(
+      table(
+        ['step', 'item', 'state', 'attempts', 'job', 'took', 'output', 'note'],
+        items.map((i) => [i.step, i.key, i.state, i.attempts, i.jobId ?? '', ms(i.startedAt, i.finishedAt), i.outputBytes === null ? '' : `${i.outputBytes} B`, String(i.error?.message ?? '').slice(0, 60)]),
+      ),
+    );
   }
   if (d.artifacts.length) {
     out('');
-    out(table(['artifact', 'step', 'size', 'sha256', 'attempt', 'location', 'verified'], d.artifacts.map((a) => [`${a.name}${a.current ? '' : ` (gen ${a.generation}, superseded)`}`, a.item ? `${a.step}[${a.item}]` : a.step, a.size, a.sha256, `job ${a.jobId} #${a.attempt}`, a.location, a.verifiedAt?.toISOString() ?? ''])));
+    out(
+      table(
+        ['artifact', 'step', 'size', 'sha256', 'attempt', 'location', 'verified'],
+        d.artifacts.map((a) => [
+          `${a.name}${a.current ? '' : ` (gen ${a.generation}, superseded)`}`,
+          a.item ? `${a.step}[${a.item}]` : a.step,
+          a.size,
+          a.sha256,
+          `job ${a.jobId} #${a.attempt}`,
+          a.location,
+          a.verifiedAt?.toISOString() ?? '',
+        ]),
+      ),
+    );
   }
   if (d.followUps.length) {
     out('');
-    out(table(['follow-up', 'generation', 'job', 'error'], d.followUps.map((f) => [f.name, f.generation, f.jobId ?? '', f.error ?? ''])));
+    out(
+      table(
+        ['follow-up', 'generation', 'job', 'error'],
+        d.followUps.map((f) => [f.name, f.generation, f.jobId ?? '', f.error ?? '']),
+      ),
+    );
   }
   if (d.history.length) {
     out('');
-    out(table(['generation', 'step', 'item', 'state', 'attempts', 'job', 'output'], d.history.map((h) => [h.generation, h.step, h.item, h.state, h.attempts, h.jobId ?? '', h.outputBytes === null ? '' : `${h.outputBytes} B`])));
+    out(
+      table(
+        ['generation', 'step', 'item', 'state', 'attempts', 'job', 'output'],
+        d.history.map((h) => [h.generation, h.step, h.item, h.state, h.attempts, h.jobId ?? '', h.outputBytes === null ? '' : `${h.outputBytes} B`]),
+      ),
+    );
   }
   return lines;
 }
@@ -201,7 +243,12 @@ export function registerPipelines(program: Command, run: CliRun): void {
   );
 
   clientCommand<Omit<ActionFlags, 'dryRun'>, [string, string], CleanupResult>(
-    audited(pipelines.command('cleanup <name> <key>').description("remove the key's finished dry runs (steps, outputs, artifacts) and call the pipeline's cleanup hook; refuses a live run").option('--run <id>', 'only this dry run')),
+    audited(
+      pipelines
+        .command('cleanup <name> <key>')
+        .description("remove the key's finished dry runs (steps, outputs, artifacts) and call the pipeline's cleanup hook; refuses a live run")
+        .option('--run <id>', 'only this dry run'),
+    ),
     run,
     {
       check: (f) => {

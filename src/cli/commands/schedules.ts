@@ -2,30 +2,26 @@ import type { Command } from 'commander';
 import type { ScheduleInfo, ScheduleTickRecord, TriggerResult } from '../../index.js';
 import type { CliRun } from '../cli-io.js';
 import { clientCommand, listCommand } from '../client-command.js';
-import { intFlag, jsonFlag } from '../parse.js';
 import { age } from '../output.js';
+import { intFlag, jsonFlag } from '../parse.js';
 
 /** `nightshift schedules list|trigger|pause|resume|ticks`. */
 export function registerSchedules(program: Command, run: CliRun): void {
   const schedules = program.command('schedules').description('list, trigger, pause and resume schedules');
 
-  listCommand<{ next: string }, [], ScheduleInfo[]>(
-    schedules.command('list').description('schedules with their next runs and last outcome').option('--next <n>', 'how many next run times to show', '3'),
-    run,
-    {
-      fetch: (ns, { flags: f }) => ns.listSchedules({ next: intFlag('next', f.next)! }),
-      columns: [
-        ['schedule', (s) => s.name],
-        ['timing', (s) => (s.paused ? `${s.spec ?? ''} (paused)` : (s.spec ?? (s.cron ? `cron ${s.cron} ${s.tz}` : `every ${s.every}`)))],
-        ['job', (s) => s.kind],
-        ['next runs', (s) => s.nextRuns.map((d) => d.toISOString().replace('.000Z', 'Z')).join(', ')],
-        ['last tick', (s, now) => (s.lastTick ? `${age(now - s.lastTick.at.getTime())} ago` : 'never')],
-        ['outcome', (s) => s.lastTick?.outcome ?? ''],
-        ['job state', (s) => s.lastTick?.jobState ?? ''],
-      ],
-      empty: 'no schedules: none in the config or the database',
-    },
-  );
+  listCommand<{ next: string }, [], ScheduleInfo[]>(schedules.command('list').description('schedules with their next runs and last outcome').option('--next <n>', 'how many next run times to show', '3'), run, {
+    fetch: (ns, { flags: f }) => ns.listSchedules({ next: intFlag('next', f.next)! }),
+    columns: [
+      ['schedule', (s) => s.name],
+      ['timing', (s) => (s.paused ? `${s.spec ?? ''} (paused)` : (s.spec ?? (s.cron ? `cron ${s.cron} ${s.tz}` : `every ${s.every}`)))],
+      ['job', (s) => s.kind],
+      ['next runs', (s) => s.nextRuns.map((d) => d.toISOString().replace('.000Z', 'Z')).join(', ')],
+      ['last tick', (s, now) => (s.lastTick ? `${age(now - s.lastTick.at.getTime())} ago` : 'never')],
+      ['outcome', (s) => s.lastTick?.outcome ?? ''],
+      ['job state', (s) => s.lastTick?.jobState ?? ''],
+    ],
+    empty: 'no schedules: none in the config or the database',
+  });
 
   clientCommand<{ payload?: string; reason?: string }, [string], TriggerResult>(
     schedules

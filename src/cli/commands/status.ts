@@ -2,9 +2,9 @@ import type { Command } from 'commander';
 import type { AuditRecord, BudgetReport } from '../../index.js';
 import type { CliRun } from '../cli-io.js';
 import { clientCommand, listCommand } from '../client-command.js';
-import { intFlag } from '../parse.js';
-import { age, ago } from '../output.js';
 import { EXIT, UsageError } from '../exit-codes.js';
+import { age, ago } from '../output.js';
+import { intFlag } from '../parse.js';
 
 /** The names in a registry field (older processes may lack it). */
 function names(value: unknown): string[] {
@@ -24,29 +24,23 @@ function running(info: Record<string, unknown>): { jobs: string; consumers: stri
 
 /** `nightshift workers`, `stats`, `budget` and `audit`: read-only views. */
 export function registerStatus(program: Command, run: CliRun): void {
-  listCommand(
-    program
-      .command('workers')
-      .description('live processes: host, pid, roles, version, last seen, and what each runs now (jobs, queues, daemons it leads, stream consumers)'),
-    run,
-    {
-      fetch: (ns) => ns.listProcesses(),
-      columns: [
-        ['id', (p) => p.id],
-        ['host', (p) => p.host],
-        ['pid', (p) => p.pid],
-        ['roles', (p) => p.roles.join(',')],
-        ['version', (p) => p.version],
-        ['started', (p, now) => ago(p.startedAt, now)],
-        ['last seen', (p) => `${age(p.secondsSinceSeen * 1000)} ago`],
-        ['running', (p) => running(p.info).jobs],
-        ['queues', (p) => names(p.info.queues).join(',')],
-        ['leads', (p) => names(p.info.leading).join(',')],
-        ['consumers', (p) => running(p.info).consumers],
-      ],
-      empty: 'no live processes: start one with nightshift worker',
-    },
-  );
+  listCommand(program.command('workers').description('live processes: host, pid, roles, version, last seen, and what each runs now (jobs, queues, daemons it leads, stream consumers)'), run, {
+    fetch: (ns) => ns.listProcesses(),
+    columns: [
+      ['id', (p) => p.id],
+      ['host', (p) => p.host],
+      ['pid', (p) => p.pid],
+      ['roles', (p) => p.roles.join(',')],
+      ['version', (p) => p.version],
+      ['started', (p, now) => ago(p.startedAt, now)],
+      ['last seen', (p) => `${age(p.secondsSinceSeen * 1000)} ago`],
+      ['running', (p) => running(p.info).jobs],
+      ['queues', (p) => names(p.info.queues).join(',')],
+      ['leads', (p) => names(p.info.leading).join(',')],
+      ['consumers', (p) => running(p.info).consumers],
+    ],
+    empty: 'no live processes: start one with nightshift worker',
+  });
 
   listCommand(program.command('stats').description('job counts per queue, kind and state'), run, {
     fetch: (ns) => ns.stats(),
@@ -61,10 +55,7 @@ export function registerStatus(program: Command, run: CliRun): void {
   });
 
   clientCommand<{ replicas: string }, [], BudgetReport>(
-    program
-      .command('budget')
-      .description("connections one process and the fleet need, against the server's max_connections")
-      .option('--replicas <n>', 'processes in the fleet', '1'),
+    program.command('budget').description("connections one process and the fleet need, against the server's max_connections").option('--replicas <n>', 'processes in the fleet', '1'),
     run,
     {
       check: (f) => {
@@ -88,11 +79,7 @@ export function registerStatus(program: Command, run: CliRun): void {
   );
 
   listCommand<{ target?: string; limit: string }, [], AuditRecord[]>(
-    program
-      .command('audit')
-      .description('manual actions: who, what, why, when')
-      .option('--target <target>', 'e.g. job:42 or queue:mail')
-      .option('--limit <n>', 'at most n entries', '50'),
+    program.command('audit').description('manual actions: who, what, why, when').option('--target <target>', 'e.g. job:42 or queue:mail').option('--limit <n>', 'at most n entries', '50'),
     run,
     {
       fetch: (ns, { flags: f }) => ns.listAudit({ ...(f.target ? { target: f.target } : {}), limit: intFlag('limit', f.limit)! }),

@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { parseRoles } from '../../roles/role-plan.js';
 import type { CliRun } from '../cli-io.js';
 import { cliContext, type GlobalOptions } from '../context.js';
-import { intFlag } from '../parse.js';
 import { UsageError } from '../exit-codes.js';
+import { intFlag } from '../parse.js';
 import { untilStopped } from '../stop-requests.js';
 
 /**
@@ -68,9 +68,7 @@ export function registerWorker(program: Command, run: CliRun): void {
         throw err;
       }
       const plan = ns.planRoles();
-      run.note(
-        `nightshift worker ${ns.processId ?? ''} started: roles ${plan.roles.join(',')}; queues ${ns.workedQueues.join(',') || '(none: enqueue only)'}; concurrency ${ns.options.concurrency}`,
-      );
+      run.note(`nightshift worker ${ns.processId ?? ''} started: roles ${plan.roles.join(',')}; queues ${ns.workedQueues.join(',') || '(none: enqueue only)'}; concurrency ${ns.options.concurrency}`);
       run.exitCode = await stopped.done;
     });
 }

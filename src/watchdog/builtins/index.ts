@@ -10,17 +10,7 @@ import { discardedJobs, expiredLeases, queueLag, unrunnableKinds, waitingForOper
  * runs past their deadline) joins this list when pipelines land: a spec with its thresholds and
  * an `applies` that asks whether the config defines pipelines.
  */
-export const BUILTINS: readonly BuiltinSpec[] = [
-  queueLag,
-  unrunnableKinds,
-  expiredLeases,
-  discardedJobs,
-  waitingForOperator,
-  overdueSchedules,
-  leaderlessDaemons,
-  streamGroups,
-  connectionBudget,
-];
+export const BUILTINS: readonly BuiltinSpec[] = [queueLag, unrunnableKinds, expiredLeases, discardedJobs, waitingForOperator, overdueSchedules, leaderlessDaemons, streamGroups, connectionBudget];
 
 /** The built-in checks' names. */
 export const BUILTIN_CHECK_NAMES: readonly string[] = BUILTINS.map((b) => b.name);
@@ -72,7 +62,14 @@ export function resolveBuiltins(input: BuiltinsOptions | false | undefined, issu
   }
   const o = (input ?? {}) as Record<string, unknown>;
   const keys = ['every', ...BUILTINS.map((b) => b.key)];
-  for (const k of Object.keys(o)) if (!keys.includes(k)) issues.push(unknownKey(`builtins.${k}`, keys.map((x) => `builtins.${x}`)));
+  for (const k of Object.keys(o))
+    if (!keys.includes(k))
+      issues.push(
+        unknownKey(
+          `builtins.${k}`,
+          keys.map((x) => `builtins.${x}`),
+        ),
+      );
   const every = o.every ?? '1m';
   const out: ResolvedBuiltin[] = [];
   for (const spec of BUILTINS) {
@@ -85,7 +82,14 @@ export function resolveBuiltins(input: BuiltinsOptions | false | undefined, issu
     }
     const given = (v ?? {}) as Record<string, unknown>;
     const known = [...COMMON, ...Object.keys(spec.thresholds)];
-    for (const k of Object.keys(given)) if (!known.includes(k)) issues.push(unknownKey(`${path}.${k}`, known.map((x) => `${path}.${x}`)));
+    for (const k of Object.keys(given))
+      if (!known.includes(k))
+        issues.push(
+          unknownKey(
+            `${path}.${k}`,
+            known.map((x) => `${path}.${x}`),
+          ),
+        );
     const thresholds: Record<string, number> = {};
     for (const [name, t] of Object.entries(spec.thresholds)) {
       const raw = given[name];

@@ -19,7 +19,7 @@ export const queueLag: BuiltinSpec = {
       status: r.oldest_ms >= t.criticalMs! ? 'critical' : 'warning',
       message:
         `queue "${r.queue}": the oldest due job has waited ${durationText(r.oldest_ms)} (${plural(r.waiting, 'job')} over ${durationText(Math.min(t.warningMs!, t.criticalMs!))}). ` +
-        'Workers are missing, too few or stuck: see `nightshift workers` (is any process claiming this queue?), then add replicas or raise the queue\'s concurrency',
+        "Workers are missing, too few or stuck: see `nightshift workers` (is any process claiming this queue?), then add replicas or raise the queue's concurrency",
       details: { queue: r.queue, waiting: r.waiting, oldestMs: Math.round(r.oldest_ms) },
     }));
   },

@@ -44,7 +44,14 @@ export function emailNotifier(options: EmailNotifierOptions): Notifier {
   const missing: string[] = [];
   const smtp = (typeof o.smtp === 'object' && o.smtp !== null ? o.smtp : {}) as Record<string, unknown>;
   if (typeof o.smtp !== 'object' || o.smtp === null) issues.push({ path: 'smtp', message: 'must be { host, port?, secure?, user?, password? }' });
-  for (const k of Object.keys(smtp)) if (!SMTP_KEYS.includes(k)) issues.push(unknownKey(`smtp.${k}`, SMTP_KEYS.map((x) => `smtp.${x}`)));
+  for (const k of Object.keys(smtp))
+    if (!SMTP_KEYS.includes(k))
+      issues.push(
+        unknownKey(
+          `smtp.${k}`,
+          SMTP_KEYS.map((x) => `smtp.${x}`),
+        ),
+      );
   const smtpMissing: string[] = [];
   const host = secretOption(smtp, 'host', smtpMissing, issues);
   let port = smtp.secure === true ? 465 : 587;

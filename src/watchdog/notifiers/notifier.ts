@@ -104,7 +104,12 @@ export async function post(
   }
   const text = (await res.text().catch(() => '')).slice(0, 2_000);
   if (res.ok) return undefined;
-  const detail = describe?.(res.status, text) ?? text.replace(/[^\x20-\x7e]+/g, ' ').trim().slice(0, 200);
+  const detail =
+    describe?.(res.status, text) ??
+    text
+      .replace(/[^\x20-\x7e]+/g, ' ')
+      .trim()
+      .slice(0, 200);
   if (res.status === 429) {
     const seconds = retryAfterSeconds(res.headers.get('retry-after'), text);
     if (seconds !== undefined) return retryAfter(Math.min(3_600_000, seconds * 1_000), `${label} asked to retry in ${seconds} s (429)`);

@@ -71,12 +71,19 @@ export function webhookNotifier(options: WebhookNotifierOptions): Notifier {
     missing: Object.freeze(missing),
     send: (n: AlertNotification, signal: AbortSignal) => {
       const body = JSON.stringify(n);
-      return post({ type: 'webhook', name }, url!, body, {
-        ...headers,
-        'content-type': 'application/json',
-        [NOTIFICATION_ID_HEADER]: n.id,
-        [SIGNATURE_HEADER]: signWebhook(secret!, body, Date.now() / 1000),
-      }, timeoutMs, signal);
+      return post(
+        { type: 'webhook', name },
+        url!,
+        body,
+        {
+          ...headers,
+          'content-type': 'application/json',
+          [NOTIFICATION_ID_HEADER]: n.id,
+          [SIGNATURE_HEADER]: signWebhook(secret!, body, Date.now() / 1000),
+        },
+        timeoutMs,
+        signal,
+      );
     },
     toJSON: () => ({ type: 'webhook', name }),
   });

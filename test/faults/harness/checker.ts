@@ -1,5 +1,5 @@
-import type { Invariant } from './scenario.js';
 import type { Recorder } from './recorder.js';
+import type { Invariant } from './scenario.js';
 
 /**
  * A fault explains an execution that was cut short when it overlaps the execution's time in

@@ -72,7 +72,11 @@ export async function failoverLosses(sql: pg.Pool, schema: string, rec: FleetRec
   const alo = jobs.filter((j) => j.kind === 'effect');
   const amo = jobs.filter((j) => j.kind === 'effect-amo');
   const rerun = alo.filter((j) => runsOf(j.id).length > 1);
-  const explained = rerun.filter((j) => runsOf(j.id).slice(0, -1).every((r) => r.at <= failoverEndedAt));
+  const explained = rerun.filter((j) =>
+    runsOf(j.id)
+      .slice(0, -1)
+      .every((r) => r.at <= failoverEndedAt),
+  );
   const ackedLost = [...rec.completed].filter(([id, at]) => at < killAt && runsOf(id).some((r) => r.at > at));
   const amoStates: Record<string, number> = {};
   for (const j of amo) amoStates[j.state] = (amoStates[j.state] ?? 0) + 1;

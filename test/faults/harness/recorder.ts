@@ -13,17 +13,7 @@ export interface FaultRecord {
 }
 
 /** What the injector can do. `clock-skew` is a standing condition, never an explanation. */
-export type FaultKind =
-  | 'sigkill'
-  | 'sigstop'
-  | 'sigterm'
-  | 'backend-terminated'
-  | 'listener-cut'
-  | 'pg-restart'
-  | 'pg-failover'
-  | 'redis-restart'
-  | 'clock-skew'
-  | 'rollback';
+export type FaultKind = 'sigkill' | 'sigstop' | 'sigterm' | 'backend-terminated' | 'listener-cut' | 'pg-restart' | 'pg-failover' | 'redis-restart' | 'clock-skew' | 'rollback';
 
 /**
  * The record of a scenario, in the scenario's schema next to nightshift's tables: `effects` (one
@@ -67,14 +57,7 @@ export class Recorder {
       `INSERT INTO ${this.q}.fault_log (kind, target_pid, backend_pid, started_at, ended_at, detail)
        SELECT k, t, b, to_timestamp(s / 1000.0), to_timestamp(e / 1000.0), d
        FROM unnest($1::text[], $2::int[], $3::int[], $4::float8[], $5::float8[], $6::text[]) AS f(k, t, b, s, e, d)`,
-      [
-        faults.map((f) => f.kind),
-        faults.map((f) => f.targetPid),
-        faults.map((f) => f.backendPid),
-        faults.map((f) => f.startedAt),
-        faults.map((f) => f.endedAt),
-        faults.map((f) => f.detail),
-      ],
+      [faults.map((f) => f.kind), faults.map((f) => f.targetPid), faults.map((f) => f.backendPid), faults.map((f) => f.startedAt), faults.map((f) => f.endedAt), faults.map((f) => f.detail)],
     );
   }
 
@@ -90,19 +73,13 @@ export class Recorder {
 
   /** Jobs of `kind` by state. */
   async states(kind: string): Promise<Record<string, number>> {
-    const { rows } = await this.sql.query<{ state: string; n: number }>(
-      `SELECT state::text, count(*)::int AS n FROM ${this.q}.jobs_all WHERE kind = $1 GROUP BY state`,
-      [kind],
-    );
+    const { rows } = await this.sql.query<{ state: string; n: number }>(`SELECT state::text, count(*)::int AS n FROM ${this.q}.jobs_all WHERE kind = $1 GROUP BY state`, [kind]);
     return Object.fromEntries(rows.map((r) => [r.state, r.n]));
   }
 
   /** Jobs of `kind` still waiting or running (a retry waiting for its back-off counts). */
   async unfinished(kind: string): Promise<number> {
-    const { rows } = await this.sql.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM ${this.q}.jobs_all WHERE kind = $1 AND state IN ('available', 'running')`,
-      [kind],
-    );
+    const { rows } = await this.sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${this.q}.jobs_all WHERE kind = $1 AND state IN ('available', 'running')`, [kind]);
     return rows[0]!.n;
   }
 }

@@ -1,25 +1,15 @@
+import type { DrainLimitError, Executor } from 'nightshift';
+import { assertEnqueued, createTestSchema, drain, refuteEnqueued, runJob, startEmbeddedPostgres, tick, type EmbeddedPostgresHandle, type TestSchema } from 'nightshift/testing';
 // The sample app's own tests, written as a user writes them: they import nightshift only by its
 // public names (`nightshift`, `nightshift/testing`), never from its sources. docs/testing.md quotes
 // the regions marked below; test/testing/docs.test.ts checks that the quotes match.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DrainLimitError, Executor } from 'nightshift';
-import {
-  assertEnqueued,
-  createTestSchema,
-  drain,
-  refuteEnqueued,
-  runJob,
-  startEmbeddedPostgres,
-  tick,
-  type EmbeddedPostgresHandle,
-  type TestSchema,
-} from 'nightshift/testing';
-import config from './nightshift.config.js';
 import { chargeCard, createAccount, dailyDigest, sendWelcome, syncInbox } from './jobs.js';
+import config from './nightshift.config.js';
 import { billing, mailer } from './providers.js';
-import { signUp } from './signup.js';
 import { dailyReport } from './report.js';
+import { signUp } from './signup.js';
 
 // #region setup
 let server: EmbeddedPostgresHandle | undefined;
@@ -141,7 +131,11 @@ describe('sample app', () => {
     expect(ran.counts.completed).toBe(6); // load, the fan-out and its 3 items, total
     const run = await t.ns.pipelines.getRun('daily-report', '2026-11-29');
     expect(run.state).toBe('succeeded');
-    expect(run.stepList.map((s) => [s.name, s.output])).toEqual([['load', { day: '2026-11-29', rows: 3 }], ['score', null], ['total', 60]]);
+    expect(run.stepList.map((s) => [s.name, s.output])).toEqual([
+      ['load', { day: '2026-11-29', rows: 3 }],
+      ['score', null],
+      ['total', 60],
+    ]);
     expect((await t.ns.pipelines.verify(dailyReport, '2026-11-29')).ok).toBe(true);
   });
   // #endregion
@@ -163,11 +157,7 @@ describe('sample app', () => {
     expect(after.skipped).toMatchObject([{ at: new Date('2026-03-02T06:00:00Z'), reason: 'catch-up', missed: 1 }]);
 
     await drain(t.ns, { kinds: [dailyDigest] });
-    expect(mailer.sent.map((m) => m.subject).filter((s) => s.startsWith('Digest'))).toEqual([
-      'Digest for 2026-03-01',
-      'Digest for 2026-03-03',
-      'Digest for 2026-03-04',
-    ]);
+    expect(mailer.sent.map((m) => m.subject).filter((s) => s.startsWith('Digest'))).toEqual(['Digest for 2026-03-01', 'Digest for 2026-03-03', 'Digest for 2026-03-04']);
   });
   // #endregion
 });

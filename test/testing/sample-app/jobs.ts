@@ -1,6 +1,6 @@
+import { defineJob, discard, hold, retryAfter } from 'nightshift';
 // The sample app's jobs: what a team writes in its first week with nightshift.
 import { z } from 'zod';
-import { defineJob, discard, hold, retryAfter } from 'nightshift';
 import { billing, mailer } from './providers.js';
 
 export const sendWelcome = defineJob({

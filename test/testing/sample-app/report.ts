@@ -1,6 +1,6 @@
+import { definePipeline } from 'nightshift';
 // The sample app's pipeline: a daily report whose steps are jobs the testing helpers run.
 import { z } from 'zod';
-import { definePipeline } from 'nightshift';
 
 // #region report
 export const dailyReport = definePipeline({ name: 'daily-report', key: z.string().regex(/^\d{4}-\d{2}-\d{2}$/), store: 'database' })
