@@ -29,7 +29,7 @@ export interface JobRunnerOptions {
   logger: Logger;
   /** How long a lease lasts; `ctx.heartbeat()` extends it by this. */
   leaseMs: number;
-  /** Records the start of at-most-once jobs before their handlers run. */
+  /** Records the start of at-most-once (and start_first) jobs before their handlers run. */
   marks: StartMarks;
   /** Keys redacted from what `ctx.log` keeps with the job. Default {@link DEFAULT_REDACT}. */
   redact?: ReadonlySet<string>;
@@ -83,8 +83,10 @@ export class JobRunner {
   async run(job: ActiveJob, handlerDone: () => void = () => undefined): Promise<RunEnd> {
     const row = job.row;
     const def = this.registry.get(row.kind) as JobDefinition;
-    if (row.at_most_once) {
-      // The start is committed before the handler runs (see StartMarks).
+    if (row.at_most_once || row.start_first) {
+      // The start is committed before the handler runs (see StartMarks): for an at-most-once job,
+      // and for one whose lease expired unstarted too often (SUSPECT in jobs-run.ts), so a handler
+      // that kills its process at once uses up its attempts.
       const mark = await this.marks.mark(job);
       if (job.finished) {
         handlerDone();
