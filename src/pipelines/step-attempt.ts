@@ -122,7 +122,7 @@ export class StepAttempt {
     if (this.staged.some((a) => a.name === name)) throw new PipelineArtifactExistsError(name, this.place.step);
     const p = this.place;
     const location = await this.store.stage(
-      { pipeline: p.pipeline, key: p.key, runId: p.runId, dryRun: p.dryRun, generation: p.generation, name, jobId: this.job.jobId, attempt: this.job.attempt },
+      { pipeline: p.pipeline, key: p.key, runId: p.runId, dryRun: p.dryRun, generation: p.generation, name, jobId: this.job.jobId, attempt: this.job.attempt, leaseToken: this.job.leaseToken },
       bytes,
     );
     if (this.closed) throw new OptionsInvalidError('artifact', [{ path: 'name', message: `attempt ${this.job.attempt} of step "${p.step}" ended while "${name}" was written; it is not recorded` }]);
