@@ -12,6 +12,8 @@ import { endConsumerSpan, startConsumerSpan, withContext } from '../telemetry/tr
 import type { ActiveJob } from './active-jobs.js';
 import { jobFields, type Outcomes } from './outcomes.js';
 import { RunContext, type RunContextShared } from './run-context.js';
+import { MARK_DELAY_MS } from './completer.js';
+import { StartGate } from './start-gate.js';
 import type { StartMarks } from './start-marks.js';
 
 /** What became of a run, for the worker's bookkeeping. */
@@ -51,6 +53,8 @@ export class JobRunner {
   private readonly outcomes: Outcomes;
   private readonly events: EventBus;
   private readonly marks: StartMarks;
+  /** Orders the starts recorded before their handlers (see StartGate); one per process's runner. */
+  private readonly gate = new StartGate();
   private readonly errorMessages: boolean;
   private readonly clock: Clock;
 
@@ -83,16 +87,32 @@ export class JobRunner {
   async run(job: ActiveJob, handlerDone: () => void = () => undefined): Promise<RunEnd> {
     const row = job.row;
     const def = this.registry.get(row.kind) as JobDefinition;
+    let gateTimer: Timer | undefined;
+    // Called once the handler was called (or will not be): lets the starts the gate holds go on.
+    let invoked: () => void = () => undefined;
+    let pass = invoked;
+    const suspect = row.start_first && !row.at_most_once;
     if (row.at_most_once || row.start_first) {
       // The start is committed before the handler runs (see StartMarks): for an at-most-once job,
       // and for one whose lease expired unstarted too often (SUSPECT in jobs-run.ts), so a handler
-      // that kills its process at once uses up its attempts.
+      // that kills its process at once uses up its attempts. The gate keeps such a handler from
+      // taking down a job whose start was recorded beside it but whose handler was not called.
+      pass = suspect ? await this.gate.exclusive() : await this.gate.shared();
+      // A suspect's window closes once its handler has run MARK_DELAY_MS (or returned, below).
+      invoked = suspect ? () => void (gateTimer = this.clock.setTimeout(pass, MARK_DELAY_MS, { unref: true })) : pass;
+      if (job.cause === 'shutdown' && !job.finished) {
+        pass();
+        handlerDone();
+        return 'interrupted'; // handed back unrun
+      }
       const mark = await this.marks.mark(job);
       if (job.finished) {
+        pass();
         handlerDone();
         return 'recorded';
       }
       if (mark !== 'started') {
+        pass();
         handlerDone();
         if (mark === 'failed') return 'interrupted'; // handed back unrun
         await this.outcomes.finish(job, { cause: 'start-refused' });
@@ -116,12 +136,20 @@ export class JobRunner {
     try {
       const payload = await parsePayload(row.kind, def.schema, row.payload);
       const ctx = new RunContext(this.shared, job);
-      result = await withContext(trace.context, () => def.run(payload, ctx));
+      result = await withContext(trace.context, () => {
+        try {
+          return def.run(payload, ctx);
+        } finally {
+          invoked();
+        }
+      });
     } catch (err) {
       threw = true;
       error = err;
     } finally {
       this.clock.clearTimeout(timer);
+      this.clock.clearTimeout(gateTimer);
+      pass();
       handlerDone();
     }
     if (job.log) await this.writeLog(job);

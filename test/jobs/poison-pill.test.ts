@@ -81,6 +81,48 @@ describe('a handler that kills its process at once', () => {
   });
 });
 
+describe('a handler that kills its process at once, in a worker that starts several jobs at once', () => {
+  it('never charges the jobs started in the same turn beside it: once they are suspected too, their starts are recorded one at a time', { timeout: 300_000 }, async () => {
+    await t.sql.query(`CREATE TABLE IF NOT EXISTS ${q()}.effects (job_id bigint, attempt int, pid int, token bigint, at timestamptz DEFAULT clock_timestamp())`);
+    const ns = t.client({ jobs: [effect, pill], maintenance: false });
+    const env = { DATABASE_URL: t.url, NS_SCHEMA: t.schema, NS_LEASE_MS: '1500', NS_HEARTBEAT_MS: '400', NS_CONCURRENCY: '4' };
+    const { id: pillId } = await ns.enqueue(pill, {}, { maxAttempts: 3, priority: -5 });
+    // Claimed with the pill every time (the pill first: a lower priority number), started at once.
+    const beside = (await ns.enqueueMany(effect, Array.from({ length: 3 }, (_, n) => ({ n })), { maxAttempts: 1, priority: -4 })).map((j) => j.id);
+    const procs: Proc[] = [];
+    try {
+      for (let round = 1; round <= 12; round++) {
+        if ((await stateOf([pillId]))[0]!.state !== 'available') break;
+        const proc = startScript('test/fixtures/pill-worker.ts', env);
+        procs.push(proc);
+        let exit: Awaited<Proc['exited']> | undefined;
+        void proc.exited.then((e) => (exit = e));
+        await waitFor('the pill to kill the worker', () => exit, { timeoutMs: 120_000 });
+        expect(exit!.signal).toBe('SIGKILL');
+        await waitFor(
+          'the killed worker’s leases to be rescued',
+          async () => {
+            await ns.runMaintenance();
+            return (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE state = 'running'`)).rows[0].n === 0;
+          },
+          { timeoutMs: 30_000 },
+        );
+      }
+      expect((await stateOf([pillId]))[0]).toMatchObject({ state: 'discarded', attempt: 3 });
+      const before = await stateOf(beside);
+      // The scenario: each was taken back with the pill more often than the pill is given back unstarted.
+      expect(Math.min(...before.map((j) => j.lost))).toBeGreaterThan(UNSTARTED_RESCUES);
+      expect(before.filter((j) => j.state !== 'available')).toEqual([]);
+      const last = startScript('test/fixtures/pill-worker.ts', env);
+      procs.push(last);
+      await waitFor('the jobs beside the pill to complete', async () => (await stateOf(beside)).every((j) => j.state === 'completed' && j.ran), { timeoutMs: 60_000 });
+    } finally {
+      for (const proc of procs) proc.kill('SIGKILL');
+      await Promise.all(procs.map((proc) => proc.exited));
+    }
+  });
+});
+
 describe('an at-most-once handler that kills its process at once', () => {
   it('is abandoned at its first crash (its start was recorded before it ran), and the job held behind it runs', { timeout: 120_000 }, async () => {
     await t.sql.query(`CREATE TABLE IF NOT EXISTS ${q()}.effects (job_id bigint, attempt int, pid int, token bigint, at timestamptz DEFAULT clock_timestamp())`);
