@@ -4,6 +4,7 @@ import { Database } from '../../src/db/database.js';
 import { UNSTARTED_RESCUES } from '../../src/db/jobs-maintenance.js';
 import { createPool } from '../../src/db/pool.js';
 import { defineJob } from '../../src/index.js';
+import { drain } from '../../src/testing/index.js';
 import { limitPlan } from '../../src/worker/limit-plan.js';
 import { useTestDatabase } from '../support/db.js';
 import { waitFor } from '../support/wait.js';
@@ -139,6 +140,45 @@ describe('the worker records each start', () => {
     await waitFor('the job to complete', async () => (await stored(id)).state === 'completed');
     const r = await t.sql.query(`SELECT started_at <= finished_at AS ordered, started_at >= created_at AS after FROM ${q()}.jobs_all WHERE id = $1`, [id]);
     expect(r.rows[0]).toEqual({ ordered: true, after: true });
+  });
+});
+
+describe('a suspected job (its lease lost unstarted too often)', () => {
+  /** A job whose lease was lost with no start recorded UNSTARTED_RESCUES times; its handler reads its own started_at. */
+  async function suspect(kind: string) {
+    const seen: (Date | null)[] = [];
+    const job = defineJob({
+      kind,
+      payload,
+      queue: kind,
+      maxAttempts: 1,
+      run: async (_p, ctx) => {
+        const r = await ctx.db.query({ text: `SELECT started_at FROM ${q()}.jobs WHERE id = $1`, values: [ctx.jobId] });
+        seen.push((r.rows[0] as { started_at: Date | null }).started_at);
+      },
+    });
+    const ns = t.client({ jobs: [job], maintenance: false });
+    const { id } = await ns.enqueue(job, { n: 1 });
+    for (let i = 0; i < UNSTARTED_RESCUES; i++) {
+      await claimAndDie(kind, [kind]);
+      await ns.runMaintenance();
+    }
+    return { ns, id, seen };
+  }
+
+  it('has its start recorded before its handler runs, by a worker', async () => {
+    const { ns, id, seen } = await suspect('us-suspect-worker');
+    await ns.start();
+    await waitFor('the job to complete', async () => (await stored(id)).state === 'completed');
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBeInstanceOf(Date);
+  });
+
+  it('has its start recorded before its handler runs, by drain (nightshift/testing)', async () => {
+    const { ns, id, seen } = await suspect('us-suspect-drain');
+    const result = await drain(ns);
+    expect(result.jobs.map((j) => [j.jobId, j.status])).toEqual([[id, 'completed']]);
+    expect(seen[0]).toBeInstanceOf(Date);
   });
 });
 
