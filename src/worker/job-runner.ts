@@ -177,7 +177,7 @@ export class JobRunner {
     const lines = job.log!.take();
     job.log = undefined;
     try {
-      await this.db.jobLogs.insert({ jobId: job.row.id, attempt: job.row.attempt, lines });
+      await this.db.jobLogs.insert({ jobId: job.row.id, attempt: job.row.attempt, token: job.row.lease_token, lines });
     } catch (err) {
       this.events.emit(workerError('job log', err));
     }

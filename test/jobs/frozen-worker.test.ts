@@ -30,7 +30,7 @@ async function stored(id: string) {
 }
 
 describe('a worker frozen past its lease, then continued', () => {
-  it('writes neither its start mark nor its completion over the job’s new claim', { timeout: 120_000 }, async () => {
+  it('writes neither its start mark, its completion nor its log lines over the job’s new claim', { timeout: 120_000 }, async () => {
     await t.sql.query(`CREATE TABLE ${q()}.effects (job_id bigint, attempt int, pid int, token bigint, at timestamptz DEFAULT clock_timestamp())`);
     const ns = t.client({ jobs: [freeze], maintenance: false });
     const { id } = await ns.enqueue(freeze, {}, { maxAttempts: 1 });
@@ -59,6 +59,9 @@ describe('a worker frozen past its lease, then continued', () => {
       w.kill('SIGTERM');
       expect((await w.exited).code).toBe(0);
       expect(await stored(id)).toMatchObject({ state: 'running', attempt: 1, lease_token: row!.lease_token, started_at: null });
+      // The frozen run's ctx.log lines are not kept as attempt 1's: attempt 1 is now the new claim's
+      // (the number was given back), whose own lines would have been dropped beside them.
+      expect((await t.sql.query(`SELECT attempt, msg FROM ${q()}.job_logs WHERE job_id = $1`, [id])).rows).toEqual([]);
     } finally {
       await pool.close();
       for (const proc of procs) {

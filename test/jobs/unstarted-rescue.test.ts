@@ -105,6 +105,31 @@ describe('a crash between the claim and the handler’s start', () => {
     expect(await stored(id)).toMatchObject({ state: 'discarded', attempt: 1, reason: 'attempts exhausted (last one lost its lease)' });
   });
 
+  it('keeps no log lines of a run whose attempt was given back: its number is the next run’s', async () => {
+    const job = defineJob({ kind: 'us-logs', payload, queue: 'us-logs', run: () => undefined });
+    const ns = t.client({ jobs: [job], maintenance: false });
+    const { id } = await ns.enqueue(job, { n: 1 });
+    const pool = createPool({ connectionString: t.url, max: 1, applicationName: 'frozen-run' });
+    try {
+      const db = new Database(pool, t.schema);
+      const [row] = await db.jobs.claim({ queue: 'us-logs', kinds: ['us-logs'], limit: 1, owner: 'frozen-run', leaseMs: 60_000 });
+      await t.sql.query(`UPDATE ${q()}.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [id]);
+      await ns.runMaintenance();
+      expect(await stored(id)).toMatchObject({ state: 'available', attempt: 0 });
+      // The run that held attempt 1 (frozen, say) writes what it logged once it goes on.
+      const line = { seq: 0, at: new Date(), level: 'info', msg: 'late', fields: null };
+      await db.jobLogs.insert({ jobId: id, attempt: 1, token: row!.lease_token, lines: [line] });
+      expect((await t.sql.query(`SELECT 1 FROM ${q()}.job_logs WHERE job_id = $1`, [id])).rowCount).toBe(0);
+      // The run that has the number now keeps its lines.
+      const [next] = await db.jobs.claim({ queue: 'us-logs', kinds: ['us-logs'], limit: 1, owner: 'next-run', leaseMs: 60_000 });
+      expect(next).toMatchObject({ attempt: 1 });
+      await db.jobLogs.insert({ jobId: id, attempt: 1, token: next!.lease_token, lines: [{ ...line, msg: 'mine' }] });
+      expect((await t.sql.query(`SELECT msg FROM ${q()}.job_logs WHERE job_id = $1`, [id])).rows).toEqual([{ msg: 'mine' }]);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('gives an at-most-once job’s attempt back every time its start was not recorded (no handler can have run)', async () => {
     const job = defineJob({ kind: 'us-amo', payload, queue: 'us-amo', delivery: 'at-most-once', maxAttempts: 1, run: () => undefined });
     const ns = t.client({ jobs: [job], maintenance: false });
