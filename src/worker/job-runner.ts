@@ -16,6 +16,13 @@ import { MARK_DELAY_MS } from './completer.js';
 import { StartGate } from './start-gate.js';
 import type { StartMarks } from './start-marks.js';
 
+/** A run's hold on the start gate: its pass, what to do once its handler was called, a suspect's window timer. */
+interface GateHold {
+  pass: () => void;
+  invoked: () => void;
+  timer: Timer | undefined;
+}
+
 /** What became of a run, for the worker's bookkeeping. */
 export type RunEnd = 'recorded' | 'interrupted';
 
@@ -85,21 +92,29 @@ export class JobRunner {
    * write is batched. The job keeps its lease (and heartbeats) until the write lands.
    */
   async run(job: ActiveJob, handlerDone: () => void = () => undefined): Promise<RunEnd> {
+    const gate: GateHold = { pass: () => undefined, invoked: () => undefined, timer: undefined };
+    try {
+      return await this.runGated(job, handlerDone, gate);
+    } finally {
+      // Whatever happened, the starts the gate holds must go on.
+      this.clock.clearTimeout(gate.timer);
+      gate.pass();
+    }
+  }
+
+  private async runGated(job: ActiveJob, handlerDone: () => void, gate: GateHold): Promise<RunEnd> {
     const row = job.row;
     const def = this.registry.get(row.kind) as JobDefinition;
-    let gateTimer: Timer | undefined;
-    // Called once the handler was called (or will not be): lets the starts the gate holds go on.
-    let invoked: () => void = () => undefined;
-    let pass = invoked;
     const suspect = row.start_first && !row.at_most_once;
     if (row.at_most_once || row.start_first) {
       // The start is committed before the handler runs (see StartMarks): for an at-most-once job,
       // and for one whose lease expired unstarted too often (SUSPECT in jobs-run.ts), so a handler
       // that kills its process at once uses up its attempts. The gate keeps such a handler from
       // taking down a job whose start was recorded beside it but whose handler was not called.
-      pass = suspect ? await this.gate.exclusive() : await this.gate.shared();
+      const pass = suspect ? await this.gate.exclusive() : await this.gate.shared();
+      gate.pass = pass;
       // A suspect's window closes once its handler has run MARK_DELAY_MS (or returned, below).
-      invoked = suspect ? () => void (gateTimer = this.clock.setTimeout(pass, MARK_DELAY_MS, { unref: true })) : pass;
+      gate.invoked = suspect ? () => void (gate.timer = this.clock.setTimeout(pass, MARK_DELAY_MS, { unref: true })) : pass;
       if (job.cause === 'shutdown' && !job.finished) {
         pass();
         handlerDone();
@@ -140,7 +155,7 @@ export class JobRunner {
         try {
           return def.run(payload, ctx);
         } finally {
-          invoked();
+          gate.invoked();
         }
       });
     } catch (err) {
@@ -148,8 +163,8 @@ export class JobRunner {
       error = err;
     } finally {
       this.clock.clearTimeout(timer);
-      this.clock.clearTimeout(gateTimer);
-      pass();
+      this.clock.clearTimeout(gate.timer);
+      gate.pass();
       handlerDone();
     }
     if (job.log) await this.writeLog(job);
