@@ -5,6 +5,8 @@ import { defineJob, defineQueue, type Nightshift } from '../../src/index.js';
 import { cliInProcess } from '../cli/in-process.js';
 import { useTestDatabase } from '../support/db.js';
 import { nextEvent, waitFor } from '../support/wait.js';
+import { limitRunsTable } from './fixtures/limit-jobs.js';
+import { rateStarts } from './runs.js';
 
 const t = useTestDatabase('flowc');
 t.migrateBeforeAll();
@@ -149,6 +151,7 @@ describe('limits and the rest of the claim', () => {
 describe('rate limits wake the worker when the window opens', () => {
   it('drains a backlog over the rate without polling (a minute between polls, no notifications)', async () => {
     const started: string[] = [];
+    await t.sql.query(limitRunsTable(t.schema)); // records the starts the rate limit counts
     const job = defineJob({ kind: 'rated-wake', payload, rateLimit: { limit: 4, per: 400 }, run: (_p, ctx) => void started.push(ctx.jobId) });
     const ns = t.client({ jobs: [job], concurrency: 10, pollIntervalMs: 60_000, listen: false });
     await ns.enqueueMany(
@@ -163,12 +166,14 @@ describe('rate limits wake the worker when the window opens', () => {
     await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE kind = 'rated-wake' AND state = 'completed'`)).rows[0].n === 12);
     // Three windows' worth: a claim per window opening (and the odd one between), not a poll every 50 ms.
     expect(claims).toBeLessThanOrEqual(8);
-    const { rows } = await t.sql.query(`SELECT extract(epoch FROM started_at) * 1000 AS s FROM "${t.schema}".jobs_all WHERE kind = 'rated-wake' ORDER BY started_at`);
-    const s = rows.map((r: { s: string }) => Number(r.s));
+    // The starts the limit counted (at the claim): started_at is the handler's, recorded later.
+    const s = await rateStarts(t.sql, t.schema, 'kind:rated-wake:r');
+    expect(s).toHaveLength(12);
     for (let i = 4; i < s.length; i++) expect(s[i]! - s[i - 4]!).toBeGreaterThanOrEqual(400);
   });
 
   it('a queue rate limit holds across kinds', async () => {
+    await t.sql.query(limitRunsTable(t.schema));
     const a = defineJob({ kind: 'qr-a', queue: 'metered', payload, run: async () => {} });
     const b = defineJob({ kind: 'qr-b', queue: 'metered', payload, run: async () => {} });
     const ns = t.client({ jobs: [a, b], concurrency: 10, queueDefinitions: [defineQueue({ name: 'metered', rateLimit: { limit: 3, per: 300 } })] });
@@ -176,8 +181,8 @@ describe('rate limits wake the worker when the window opens', () => {
     await ns.enqueueMany(b, [{ account: '1' }, { account: '2' }, { account: '3' }]);
     await ns.start();
     await waitFor('every job to complete', async () => (await t.sql.query(`SELECT count(*)::int AS n FROM "${t.schema}".jobs_all WHERE queue = 'metered' AND state = 'completed'`)).rows[0].n === 6);
-    const { rows } = await t.sql.query(`SELECT extract(epoch FROM started_at) * 1000 AS s FROM "${t.schema}".jobs_all WHERE queue = 'metered' ORDER BY started_at`);
-    const s = rows.map((r: { s: string }) => Number(r.s));
+    const s = await rateStarts(t.sql, t.schema, 'queue:metered:r');
+    expect(s).toHaveLength(6);
     for (let i = 3; i < s.length; i++) expect(s[i]! - s[i - 3]!).toBeGreaterThanOrEqual(300);
   });
 });
