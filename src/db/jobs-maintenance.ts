@@ -1,6 +1,6 @@
 import { keyRelease, runReleasingKeys } from './dedupe-sql.js';
 import { run, runCount, type Executor } from './executor.js';
-import { HISTORY_COLUMNS } from './jobs-run.js';
+import { HISTORY_COLUMNS, UNSTARTED_RESCUES } from './jobs-run.js';
 import type { StatementSet } from './statements.js';
 
 /** A job the rescuer took back from a worker whose lease expired. */
@@ -13,32 +13,29 @@ export interface RescuedRow {
   owner: string | null;
 }
 
-/**
- * How many times a lease may expire on a job whose start was never recorded before that attempt
- * counts (see the rescue statement): a crash right after a claim is rare, a handler that crashes
- * its process at once would otherwise run forever.
- */
-export const UNSTARTED_RESCUES = 3;
+/** Re-exported: how often a lease may expire unstarted before the job's start is recorded first (jobs-run.ts). */
+export { UNSTARTED_RESCUES };
 
 /** Leader-free maintenance statements: each is one atomic UPDATE or DELETE, safe to run on many processes at once. */
 export function jobMaintenanceStatements(set: StatementSet) {
   return {
     // Expired leases. A job whose start was never recorded (started_at is NULL: the claim records
-    // none, and the worker records it once the handler has run a moment, or before an at-most-once
-    // handler runs) goes back to available with its attempt returned, whatever its delivery: a
-    // crash never uses up an attempt of a job that did not run (issue 11, bug 3). Otherwise
-    // at-least-once jobs go back to available (the attempt counts; discarded when none is left)
-    // and at-most-once jobs are abandoned for an operator. An at-least-once handler that kills its
-    // process within MARK_DELAY_MS of starting also leaves no start: so that such a job cannot
-    // loop forever, its attempt is given back only UNSTARTED_RESCUES times (counted in its error
-    // history, the entries marked `unstarted`), and counts from then on. SKIP LOCKED so two
-    // rescuers never fight, and a job a worker is completing right now is left to that worker.
+    // none, and the worker records it once the handler has run a moment, or before the handler
+    // runs for an at-most-once job and a suspected one, SUSPECT in jobs-run.ts) goes back to
+    // available with its attempt returned, whatever its delivery: a crash never uses up an attempt
+    // of a job that did not run (issue 11, bug 3). Otherwise at-least-once jobs go back to
+    // available (the attempt counts; discarded when none is left) and at-most-once jobs are
+    // abandoned for an operator. Each give-back is an error entry marked `unstarted`: an
+    // at-least-once handler that kills its process within MARK_DELAY_MS of starting leaves no start
+    // either, and after UNSTARTED_RESCUES such entries the claim asks the worker to record the
+    // job's start before its handler runs, so that handler uses up its attempts and ends — while
+    // a job that only waited, unstarted, beside it is given back however often it happens (its
+    // start is never recorded). SKIP LOCKED so two rescuers never fight, and a job a worker is
+    // completing right now is left to that worker.
     rescue: set.plain<RescuedRow, [limit: number, channel: string]>(
       (s) => `
 WITH expired AS (
-  SELECT id, lease_owner,
-         started_at IS NULL AND (at_most_once OR (
-           SELECT count(*) FROM jsonb_array_elements(coalesce(errors, '[]'::jsonb)) e WHERE e @> '{"unstarted": true}') < ${UNSTARTED_RESCUES}) AS unstarted
+  SELECT id, lease_owner, started_at IS NULL AS unstarted
   FROM ${s}.jobs
   WHERE state = 'running' AND lease_expires_at < now()
   ORDER BY lease_expires_at
@@ -54,9 +51,7 @@ WITH expired AS (
     errors = ${s}.append_error(j.errors, jsonb_build_object(
       'attempt', j.attempt, 'at', now(), 'kind', 'lease-expired',
       'message', 'lease expired: worker ' || coalesce(j.lease_owner, '?') || ' stopped renewing it (crashed, paused or cut off)'
-                 || CASE WHEN x.unstarted THEN ' before the handler started; the attempt is given back'
-                         WHEN j.started_at IS NULL THEN ' with no start recorded, ${UNSTARTED_RESCUES} times before: the attempt counts'
-                         ELSE '' END)
+                 || CASE WHEN x.unstarted THEN ' before the handler started (no start recorded); the attempt is given back' ELSE '' END)
       || CASE WHEN x.unstarted THEN '{"unstarted": true}'::jsonb ELSE '{}'::jsonb END),
     reason = CASE WHEN x.unstarted THEN j.reason
                   WHEN j.at_most_once THEN 'at-most-once job abandoned: its worker ' || coalesce(j.lease_owner, '?') || ' stopped while it ran'

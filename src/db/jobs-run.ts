@@ -24,7 +24,30 @@ export interface ClaimedRow {
   priority: number;
   /** Time left until `expires_at` when claimed, on the database clock; null without a deadline. */
   expires_in_ms: number | null;
+  /**
+   * Record the start before the handler runs, as for an at-most-once job: the job's lease expired
+   * with no start recorded {@link UNSTARTED_RESCUES} times already (see {@link SUSPECT}).
+   */
+  start_first: boolean;
 }
+
+/**
+ * How many times a job's lease may expire with no start recorded before the worker records its
+ * start before its handler runs (the claim's `start_first`). Below it the start is recorded
+ * lazily (Completer), so a handler that kills its process at once leaves none: the rescuer gives
+ * such an attempt back every time, and this bound is what makes that handler use up its attempts.
+ */
+export const UNSTARTED_RESCUES = 3;
+
+/**
+ * Whether the job `j` (a row of `jobs`, its error history as it was before this claim) is
+ * suspected of killing its process before its start could be recorded: its lease expired with no
+ * start recorded UNSTARTED_RESCUES times (the rescuer's entries marked `unstarted`). Such a job
+ * — or one that only waited beside such a handler, unstarted, that often — has its start
+ * recorded before its handler runs; a job that waited unstarted is never charged an attempt.
+ */
+export const SUSPECT = (j: string) =>
+  `(${j}.errors IS NOT NULL AND (SELECT count(*) FROM jsonb_array_elements(${j}.errors) e WHERE e @> '{"unstarted": true}') >= ${UNSTARTED_RESCUES})`;
 
 /**
  * The fence of batched writes: ids in $1, their lease tokens in $2 (same order), still running.
@@ -127,10 +150,11 @@ UPDATE ${s}.jobs j SET
 WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
 RETURNING j.id::text, j.kind, j.queue, j.state, j.payload, j.attempt, j.max_attempts, j.at_most_once,
           j.lease_token::text, j.trace_context, (extract(epoch FROM now() - j.run_at) * 1000)::float8 AS waited_ms, j.priority,
-          (extract(epoch FROM j.expires_at - now()) * 1000)::float8 AS expires_in_ms`,
+          (extract(epoch FROM j.expires_at - now()) * 1000)::float8 AS expires_in_ms, ${SUSPECT('j')} AS start_first`,
     ),
-    // The start of at-most-once handlers, recorded (and committed) before they run: from then on a
-    // lost lease means "may have acted" and the job is abandoned rather than re-run.
+    // The start of at-most-once handlers (and of a job suspected of killing its process, SUSPECT),
+    // recorded (and committed) before they run: from then on a lost lease means "may have acted"
+    // and an at-most-once job is abandoned rather than re-run (an at-least-once one is charged).
     start: set.named<TokenRow, Pairs>(
       'job_start',
       (s) => `

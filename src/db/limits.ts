@@ -1,5 +1,5 @@
 import { run, type Executor } from './executor.js';
-import type { ClaimedRow } from './jobs-run.js';
+import { SUSPECT, type ClaimedRow } from './jobs-run.js';
 import type { StatementSet } from './statements.js';
 
 /** A limit as stored in the limits table (written by the workers that run it). */
@@ -79,11 +79,18 @@ const NAMEPART = (col: string) => `split_part(${col}, '#', 1)`;
 export function limitStatements(set: StatementSet) {
   return {
     // The claim of a queue with limited kinds (migration 0011 says how claim_limited enforces
-    // them); queues without limits keep the plain job_claim.
+    // them); queues without limits keep the plain job_claim. start_first as in the plain claim
+    // (SUSPECT), read here, outside the function (whose rows do not carry it), from the row as
+    // this statement's snapshot has it: from before the claim, which does not change the history.
     claim: set.named<
       ClaimRowOut,
       [queue: string, kinds: readonly string[], limit: number, owner: string, leaseMs: number, startNow: number, names: readonly string[], defaults: string, queueKeys: readonly string[]]
-    >('job_claim_limited', (s) => `SELECT * FROM ${s}.claim_limited($1, $2::text[], $3::int, $4, $5::float8, $6::int, $7::text[], $8::jsonb, $9::text[])`),
+    >(
+      'job_claim_limited',
+      (s) =>
+        `SELECT c.*, coalesce((SELECT ${SUSPECT('j')} FROM ${s}.jobs j WHERE j.id = c.id::bigint AND c.state = 'running'), false) AS start_first
+FROM ${s}.claim_limited($1, $2::text[], $3::int, $4, $5::float8, $6::int, $7::text[], $8::jsonb, $9::text[]) c`,
+    ),
     register: set.plain<never, [names: string[], types: string[], maxes: number[], pers: (number | null)[], keyed: boolean[]]>(
       (s) => `
 INSERT INTO ${s}.limits (name, type, max, per_ms, keyed, updated_at)

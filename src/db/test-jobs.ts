@@ -12,7 +12,8 @@ export function testJobStatements(set: StatementSet) {
   return {
     // The worker's claim, for one job named by id, whatever its run_at and its queue's pause (runJob
     // runs it now); a deadline already past expires it instead, as the worker's claim does. $4
-    // replaces the attempt number (to test the last attempt); null counts on from the row.
+    // replaces the attempt number (to test the last attempt); null counts on from the row. Its start
+    // is recorded here (a test runs it at once), so it never needs start_first.
     claimById: set.plain<ClaimedRow, [id: string, owner: string, leaseMs: number, attempt: number | null]>(
       (s) => `
 UPDATE ${s}.jobs j SET
@@ -27,7 +28,7 @@ UPDATE ${s}.jobs j SET
 WHERE j.id = $1 AND j.state = 'available'
 RETURNING j.id::text, j.kind, j.queue, j.state, j.payload, j.attempt, j.max_attempts, j.at_most_once,
           j.lease_token::text, j.trace_context, (extract(epoch FROM now() - j.run_at) * 1000)::float8 AS waited_ms, j.priority,
-          (extract(epoch FROM j.expires_at - now()) * 1000)::float8 AS expires_in_ms`,
+          (extract(epoch FROM j.expires_at - now()) * 1000)::float8 AS expires_in_ms, false AS start_first`,
     ),
     // The queue of the oldest due job of these kinds (in these queues, when given) that is not
     // paused: drain claims from it next, with the worker's own claim.

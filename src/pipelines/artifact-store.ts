@@ -12,6 +12,13 @@ export interface ArtifactAttempt extends ArtifactRun {
   readonly name: string;
   readonly jobId: string;
   readonly attempt: number;
+  /**
+   * The lease token of the claim that runs the attempt: unique to it, unlike `attempt`, which
+   * repeats when a lease is lost before the start was recorded (the rescuer gives the attempt
+   * back, docs/jobs.md) — while the handler that held it may still be writing. Key a staging
+   * place by it.
+   */
+  readonly leaseToken: string;
 }
 
 /** A recorded artifact, as a store is asked to publish, read or archive it. */
@@ -34,7 +41,7 @@ export interface StoredArtifact {
 export interface ArtifactStore {
   /** Stored with each record (`directory`, `database`, `s3`, …). */
   readonly kind: string;
-  /** Writes an attempt's content to a staging place of that attempt; returns its location. */
+  /** Writes an attempt's content to a staging place of that attempt (of its lease token: see ArtifactAttempt); returns its location. */
   stage(artifact: ArtifactAttempt, content: Uint8Array): Promise<string>;
   /**
    * Makes the recorded artifacts of an ended run final and writes the manifest (`{ name: sha256 }`)

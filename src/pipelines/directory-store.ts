@@ -23,9 +23,9 @@ const GENERATIONS = '.generations';
 /**
  * The default artifact store: files under a root directory, `<root>/<pipeline>/<key>/<name>`, with
  * `checksums.json` beside them once the run ends. Attempts stage their files in
- * `.attempts/<job>-<attempt>/`; publishing copies the recorded ones into place (write to a
- * temporary name, then rename, so a reader never sees half a file) and removes the staging
- * directory. Locations are stored relative to the root, so the root may move.
+ * `.attempts/<job>-<attempt>-<lease token>/` (one per claim); publishing copies the recorded ones
+ * into place (write to a temporary name, then rename, so a reader never sees half a file) and
+ * removes the staging directory. Locations are stored relative to the root, so the root may move.
  */
 export function directoryStore(options: DirectoryStoreOptions = {}): ArtifactStore {
   const issues: Issue[] = [];
@@ -63,7 +63,9 @@ class DirectoryStore implements ArtifactStore {
   }
 
   async stage(a: ArtifactAttempt, content: Uint8Array): Promise<string> {
-    const location = join(this.runDir(a), STAGING, `${a.jobId}-${a.attempt}`, a.name);
+    // Per claim, not per attempt number: a handler frozen past its lease before its start was
+    // recorded may, once continued, still write here while the next claim runs the same attempt.
+    const location = join(this.runDir(a), STAGING, `${a.jobId}-${a.attempt}-${a.leaseToken}`, a.name);
     await writeAtomically(this.abs(location), content);
     return toPosix(location);
   }

@@ -122,7 +122,10 @@ export class StepAttempt {
     if (options.contentType) contentType = options.contentType;
     if (this.staged.some((a) => a.name === name)) throw new PipelineArtifactExistsError(name, this.place.step);
     const p = this.place;
-    const location = await this.store.stage({ pipeline: p.pipeline, key: p.key, runId: p.runId, dryRun: p.dryRun, generation: p.generation, name, jobId: this.job.jobId, attempt: this.job.attempt }, bytes);
+    const location = await this.store.stage(
+      { pipeline: p.pipeline, key: p.key, runId: p.runId, dryRun: p.dryRun, generation: p.generation, name, jobId: this.job.jobId, attempt: this.job.attempt, leaseToken: this.job.leaseToken },
+      bytes,
+    );
     if (this.closed) throw new OptionsInvalidError('artifact', [{ path: 'name', message: `attempt ${this.job.attempt} of step "${p.step}" ended while "${name}" was written; it is not recorded` }]);
     const info = { name, sha256: sha256(bytes), size: bytes.byteLength, contentType, location };
     this.staged.push({ name, contentType, sha256: info.sha256, size: info.size, store: this.store.kind, location });

@@ -183,7 +183,8 @@ export class Completer {
   }
 
   private async write(batch: Pending[], marks: StartMarks | undefined): Promise<void> {
-    const deadline = this.clock.monotonic() + this.retryForMs;
+    const taken = this.clock.monotonic();
+    const deadline = taken + this.retryForMs;
     for (let attempt = 0; ; attempt++) {
       try {
         const now = this.clock.monotonic();
@@ -192,7 +193,8 @@ export class Completer {
           tokens: batch.map((p) => p.token),
           ranMs: batch.map((p) => now - p.startedAt),
           remove: this.remove,
-          marks,
+          // A retry dates the marks back by their age now, not by the age they had when taken.
+          marks: marks && { ...marks, agesMs: marks.agesMs.map((age) => age + now - taken) },
         });
         for (const p of batch) p.resolve(applied.has(p.token));
         return;

@@ -12,7 +12,16 @@ import { endConsumerSpan, startConsumerSpan, withContext } from '../telemetry/tr
 import type { ActiveJob } from './active-jobs.js';
 import { jobFields, type Outcomes } from './outcomes.js';
 import { RunContext, type RunContextShared } from './run-context.js';
+import { MARK_DELAY_MS } from './completer.js';
+import { StartGate } from './start-gate.js';
 import type { StartMarks } from './start-marks.js';
+
+/** A run's hold on the start gate: its pass, what to do once its handler was called, a suspect's window timer. */
+interface GateHold {
+  pass: () => void;
+  invoked: () => void;
+  timer: Timer | undefined;
+}
 
 /** What became of a run, for the worker's bookkeeping. */
 export type RunEnd = 'recorded' | 'interrupted';
@@ -29,7 +38,7 @@ export interface JobRunnerOptions {
   logger: Logger;
   /** How long a lease lasts; `ctx.heartbeat()` extends it by this. */
   leaseMs: number;
-  /** Records the start of at-most-once jobs before their handlers run. */
+  /** Records the start of at-most-once (and start_first) jobs before their handlers run. */
   marks: StartMarks;
   /** Keys redacted from what `ctx.log` keeps with the job. Default {@link DEFAULT_REDACT}. */
   redact?: ReadonlySet<string>;
@@ -51,6 +60,8 @@ export class JobRunner {
   private readonly outcomes: Outcomes;
   private readonly events: EventBus;
   private readonly marks: StartMarks;
+  /** Orders the starts recorded before their handlers (see StartGate); one per process's runner. */
+  private readonly gate = new StartGate();
   private readonly errorMessages: boolean;
   private readonly clock: Clock;
 
@@ -81,16 +92,42 @@ export class JobRunner {
    * write is batched. The job keeps its lease (and heartbeats) until the write lands.
    */
   async run(job: ActiveJob, handlerDone: () => void = () => undefined): Promise<RunEnd> {
+    const gate: GateHold = { pass: () => undefined, invoked: () => undefined, timer: undefined };
+    try {
+      return await this.runGated(job, handlerDone, gate);
+    } finally {
+      // Whatever happened, the starts the gate holds must go on.
+      this.clock.clearTimeout(gate.timer);
+      gate.pass();
+    }
+  }
+
+  private async runGated(job: ActiveJob, handlerDone: () => void, gate: GateHold): Promise<RunEnd> {
     const row = job.row;
     const def = this.registry.get(row.kind) as JobDefinition;
-    if (row.at_most_once) {
-      // The start is committed before the handler runs (see StartMarks).
+    const suspect = row.start_first && !row.at_most_once;
+    if (row.at_most_once || row.start_first) {
+      // The start is committed before the handler runs (see StartMarks): for an at-most-once job,
+      // and for one whose lease expired unstarted too often (SUSPECT in jobs-run.ts), so a handler
+      // that kills its process at once uses up its attempts. The gate keeps such a handler from
+      // taking down a job whose start was recorded beside it but whose handler was not called.
+      const pass = suspect ? await this.gate.exclusive() : await this.gate.shared();
+      gate.pass = pass;
+      // A suspect's window closes once its handler has run MARK_DELAY_MS (or returned, below).
+      gate.invoked = suspect ? () => void (gate.timer = this.clock.setTimeout(pass, MARK_DELAY_MS, { unref: true })) : pass;
+      if (job.cause === 'shutdown' && !job.finished) {
+        pass();
+        handlerDone();
+        return 'interrupted'; // handed back unrun
+      }
       const mark = await this.marks.mark(job);
       if (job.finished) {
+        pass();
         handlerDone();
         return 'recorded';
       }
       if (mark !== 'started') {
+        pass();
         handlerDone();
         if (mark === 'failed') return 'interrupted'; // handed back unrun
         await this.outcomes.finish(job, { cause: 'start-refused' });
@@ -114,12 +151,20 @@ export class JobRunner {
     try {
       const payload = await parsePayload(row.kind, def.schema, row.payload);
       const ctx = new RunContext(this.shared, job);
-      result = await withContext(trace.context, () => def.run(payload, ctx));
+      result = await withContext(trace.context, () => {
+        try {
+          return def.run(payload, ctx);
+        } finally {
+          gate.invoked();
+        }
+      });
     } catch (err) {
       threw = true;
       error = err;
     } finally {
       this.clock.clearTimeout(timer);
+      this.clock.clearTimeout(gate.timer);
+      gate.pass();
       handlerDone();
     }
     if (job.log) await this.writeLog(job);
@@ -147,7 +192,7 @@ export class JobRunner {
     const lines = job.log!.take();
     job.log = undefined;
     try {
-      await this.db.jobLogs.insert({ jobId: job.row.id, attempt: job.row.attempt, lines });
+      await this.db.jobLogs.insert({ jobId: job.row.id, attempt: job.row.attempt, token: job.row.lease_token, lines });
     } catch (err) {
       this.events.emit(workerError('job log', err));
     }

@@ -258,8 +258,8 @@ export class Worker extends BaseService {
     // The claim records no start: it is recorded lazily (batched with completions, or written by
     // the completion of a job that ran less than MARK_DELAY_MS), so a crash gives back the attempt
     // of a job that never ran. An at-most-once job's start is written before its handler runs
-    // (job-runner, StartMarks).
-    if (!job.row.at_most_once) this.completer.markStarted(job.row.id, job.row.lease_token);
+    // (job-runner, StartMarks), and so is a start_first job's.
+    if (!job.row.at_most_once && !job.row.start_first) this.completer.markStarted(job.row.id, job.row.lease_token);
     this.runs.set(job, this.execute(job, local));
   }
 

@@ -11,7 +11,7 @@ type QueryConfig = { name?: string; text: string; values?: unknown[] };
 
 /**
  * nightshift's Database on a real pool of the test schema, with every statement recorded as it
- * is sent — and, on request, held back until the test lets it go. The statements still run on the
+ * is sent — and, on request, held back until the test lets it go, or failed once. The statements still run on the
  * real PostgreSQL: this observes and orders them, it replaces nothing. For tests of the batching
  * parts (completer, start marks) that must see which statement carried what, or keep one in flight.
  */
@@ -20,6 +20,7 @@ export function observedDatabase(url: string, schema: string) {
   const sent: SentStatement[] = [];
   const holds: { name: string; release: Promise<void> }[] = [];
   const arrivals: (() => void)[] = [];
+  const failures: string[] = [];
   const query = handle.pool.query.bind(handle.pool) as (config: QueryConfig) => Promise<unknown>;
   const observed = async (config: QueryConfig) => {
     const name = config.name?.match(/_(job_[a-z_]+)$/)?.[1] ?? config.name ?? 'unnamed';
@@ -27,6 +28,11 @@ export function observedDatabase(url: string, schema: string) {
     arrivals.splice(0).forEach((a) => a());
     const i = holds.findIndex((h) => h.name === name);
     if (i >= 0) await holds.splice(i, 1)[0]!.release;
+    const f = failures.indexOf(name);
+    if (f >= 0) {
+      failures.splice(f, 1);
+      throw new Error(`${name} failed on purpose (observedDatabase.fail)`);
+    }
     return query(config);
   };
   (handle.pool as unknown as { query: typeof observed }).query = observed;
@@ -43,6 +49,10 @@ export function observedDatabase(url: string, schema: string) {
       let release!: () => void;
       holds.push({ name, release: new Promise<void>((r) => (release = r)) });
       return () => release();
+    },
+    /** Fails the next statement named `name` before it reaches the server (as a dropped connection would). */
+    fail(name: string): void {
+      failures.push(name);
     },
     /** Resolves once `n` statements have been sent (held ones count: they were sent to the pool). */
     async sentCount(n: number): Promise<void> {

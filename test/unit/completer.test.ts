@@ -162,6 +162,28 @@ describe('Completer: start marks', () => {
     expect(await row(started)).toEqual({ state: 'running', started: true });
   });
 
+  it('dates a mark carried by a completion that was retried back to its start, not to the age it had at the first try', async () => {
+    const { o, jobs, completer, complete, clock } = await setup(3);
+    const [first, done, started] = jobs as [ClaimedRow, ClaimedRow, ClaimedRow];
+    completer.markStarted(started.id, started.lease_token);
+    const release = o.hold('job_complete');
+    const inFlight = complete(first);
+    await o.sentCount(1);
+    await clock.advance(MARK_DELAY_MS); // due during the write: left to the next one
+    o.fail('job_complete_marked');
+    const next = complete(done);
+    release();
+    await expect(inFlight).resolves.toBe(true);
+    await o.sentCount(2);
+    // The retry waits 100 ms (the completer's clock): the handler has then run twice the delay.
+    await waitFor('the retry to be waiting', () => clock.pending > 0);
+    await clock.advance(100);
+    await expect(next).resolves.toBe(true);
+    expect(o.names()).toEqual(['job_complete', 'job_complete_marked', 'job_complete_marked']);
+    expect(o.sent[2]!.values.slice(3)).toEqual([[started.id], [started.lease_token], [MARK_DELAY_MS + 100]]);
+    expect(await startedBefore(started)).toBeGreaterThanOrEqual(MARK_DELAY_MS + 100);
+  });
+
   it('drops the mark of a job that completes itself: its completion records the start', async () => {
     const { o, jobs, completer, complete, clock } = await setup(1);
     const job = jobs[0]!;
