@@ -46,8 +46,7 @@ export const UNSTARTED_RESCUES = 3;
  * — or one that only waited beside such a handler, unstarted, that often — has its start
  * recorded before its handler runs; a job that waited unstarted is never charged an attempt.
  */
-export const SUSPECT = (j: string) =>
-  `(${j}.errors IS NOT NULL AND (SELECT count(*) FROM jsonb_array_elements(${j}.errors) e WHERE e @> '{"unstarted": true}') >= ${UNSTARTED_RESCUES})`;
+export const SUSPECT = (j: string) => `(${j}.errors IS NOT NULL AND (SELECT count(*) FROM jsonb_array_elements(${j}.errors) e WHERE e @> '{"unstarted": true}') >= ${UNSTARTED_RESCUES})`;
 
 /**
  * The fence of batched writes: ids in $1, their lease tokens in $2 (same order), still running.

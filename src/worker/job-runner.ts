@@ -10,9 +10,9 @@ import { workerError, type EventBus } from '../telemetry/events.js';
 import { DEFAULT_REDACT, type Logger } from '../telemetry/logger.js';
 import { endConsumerSpan, startConsumerSpan, withContext } from '../telemetry/tracing.js';
 import type { ActiveJob } from './active-jobs.js';
+import { MARK_DELAY_MS } from './completer.js';
 import { jobFields, type Outcomes } from './outcomes.js';
 import { RunContext, type RunContextShared } from './run-context.js';
-import { MARK_DELAY_MS } from './completer.js';
 import { StartGate } from './start-gate.js';
 import type { StartMarks } from './start-marks.js';
 

@@ -35,7 +35,13 @@ describe('a handler that kills its process at once', () => {
     const { id: pillId } = await ns.enqueue(pill, {}, { maxAttempts: 3 });
     // Enqueued after the pill, same priority: claimed right behind it (and, after a rescue, again
     // right behind it: the rescue gives both the same run_at), so they wait for the slot it takes.
-    const innocents = (await ns.enqueueMany(effect, Array.from({ length: 20 }, (_, n) => ({ n })), { maxAttempts: 1 })).map((j) => j.id);
+    const innocents = (
+      await ns.enqueueMany(
+        effect,
+        Array.from({ length: 20 }, (_, n) => ({ n })),
+        { maxAttempts: 1 },
+      )
+    ).map((j) => j.id);
     const procs: Proc[] = [];
     try {
       for (let round = 1; round <= 12; round++) {
@@ -43,7 +49,11 @@ describe('a handler that kills its process at once', () => {
         if (p!.state !== 'available') break;
         // Quick jobs first (lower priority number), so the worker claims ahead of its one slot by
         // the time it reaches the pill: the jobs behind the pill are held, not started.
-        await ns.enqueueMany(effect, Array.from({ length: 300 }, (_, n) => ({ n })), { priority: -1 });
+        await ns.enqueueMany(
+          effect,
+          Array.from({ length: 300 }, (_, n) => ({ n })),
+          { priority: -1 },
+        );
         const proc = startScript('test/fixtures/pill-worker.ts', env);
         procs.push(proc);
         let exit: Awaited<Proc['exited']> | undefined;
@@ -88,7 +98,13 @@ describe('a handler that kills its process at once, in a worker that starts seve
     const env = { DATABASE_URL: t.url, NS_SCHEMA: t.schema, NS_LEASE_MS: '1500', NS_HEARTBEAT_MS: '400', NS_CONCURRENCY: '4' };
     const { id: pillId } = await ns.enqueue(pill, {}, { maxAttempts: 3, priority: -5 });
     // Claimed with the pill every time (the pill first: a lower priority number), started at once.
-    const beside = (await ns.enqueueMany(effect, Array.from({ length: 3 }, (_, n) => ({ n })), { maxAttempts: 1, priority: -4 })).map((j) => j.id);
+    const beside = (
+      await ns.enqueueMany(
+        effect,
+        Array.from({ length: 3 }, (_, n) => ({ n })),
+        { maxAttempts: 1, priority: -4 },
+      )
+    ).map((j) => j.id);
     const procs: Proc[] = [];
     try {
       for (let round = 1; round <= 12; round++) {
@@ -130,7 +146,13 @@ describe('an at-most-once handler that kills its process at once', () => {
     const ns = t.client({ jobs: [effect, amo], maintenance: false });
     const env = { DATABASE_URL: t.url, NS_SCHEMA: t.schema, NS_LEASE_MS: '1500', NS_HEARTBEAT_MS: '400', NS_DELIVERY: 'at-most-once' };
     const { id: pillId } = await ns.enqueue(amo, {}, { maxAttempts: 5 });
-    const behind = (await ns.enqueueMany(effect, Array.from({ length: 5 }, (_, n) => ({ n })), { maxAttempts: 1 })).map((j) => j.id);
+    const behind = (
+      await ns.enqueueMany(
+        effect,
+        Array.from({ length: 5 }, (_, n) => ({ n })),
+        { maxAttempts: 1 },
+      )
+    ).map((j) => j.id);
     const procs: Proc[] = [];
     try {
       const first = startScript('test/fixtures/pill-worker.ts', env);

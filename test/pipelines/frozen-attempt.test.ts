@@ -3,10 +3,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { freezePipeline } from '../fixtures/freeze-pipeline/pipeline.js';
 import { useTestDatabase } from '../support/db.js';
 import { startScript, type Proc } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
-import { freezePipeline } from '../fixtures/freeze-pipeline/pipeline.js';
 
 // A step's handler frozen (SIGSTOP) the moment it started leaves no start recorded: the rescuer
 // gives the attempt back, so the next claim runs the step under the same attempt number. The
