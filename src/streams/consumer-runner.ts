@@ -109,6 +109,7 @@ export class ConsumerRunner extends BaseService {
     // On failure, everything started so far is stopped (onStop); start may be called again (Redis may be back).
     this.conn = new RedisConnection(this.settings.redisUrl, `nightshift:${this.consumerName}:streams`, this.events, {
       connectTimeoutMs: this.settings.connectTimeoutMs,
+      autoPipelining: true,
     });
     await this.conn.open(this.settings.connectTimeoutMs);
     for (const h of this.hosted) await ensureGroup(this.scope(h.def, undefined), false);

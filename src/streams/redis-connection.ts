@@ -73,7 +73,7 @@ export class RedisConnection {
     url: string,
     readonly label: string,
     private readonly events: EventBus | undefined,
-    options: { connectTimeoutMs?: number } = {},
+    options: { connectTimeoutMs?: number; autoPipelining?: boolean } = {},
   ) {
     const RedisCtor = redisClass();
     this.redis = new RedisCtor(url, {
@@ -84,6 +84,11 @@ export class RedisConnection {
       enableOfflineQueue: true,
       enableReadyCheck: true,
       connectTimeout: options.connectTimeoutMs ?? 10_000,
+      // Commands issued in one turn of the event loop (the acks of handlers that finished
+      // together, concurrent publishes) go to Redis in one write. Each is still sent in the turn
+      // it is issued and answered on its own: no loss window widens. Never on a connection that
+      // blocks (XREADGROUP BLOCK), where a batch would wait behind the blocking read.
+      enableAutoPipelining: options.autoPipelining ?? false,
       // 50 ms doubling to 2 s, with jitter so a fleet does not reconnect in lockstep.
       retryStrategy: (times) => Math.round(Math.min(2_000, 50 * 2 ** Math.min(times, 6)) * (0.8 + Math.random() * 0.4)),
     });

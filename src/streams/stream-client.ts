@@ -84,7 +84,7 @@ export class StreamClient {
   private connection(): Promise<RedisConnection> {
     if (this.conn) return Promise.resolve(this.conn);
     this.opening ??= (async () => {
-      const conn = new RedisConnection(this.options.redisUrl, this.label, this.events, { connectTimeoutMs: this.connectTimeoutMs });
+      const conn = new RedisConnection(this.options.redisUrl, this.label, this.events, { connectTimeoutMs: this.connectTimeoutMs, autoPipelining: true });
       try {
         await conn.open(this.connectTimeoutMs);
       } finally {
