@@ -150,7 +150,10 @@ describe('seed 003: the operations worker', () => {
     await victim.exited;
     writeFileSync(join(MEDIA, 'orphan-2.jpg'), 'x');
     await waitFor('the new owner deleted it', () => readdirSync(MEDIA).join(',') === 'kept.jpg', { timeoutMs: 30_000 });
-    const after = (await t.sql.query(`SELECT DISTINCT pid FROM ${q()}.ops_janitor_runs WHERE at > (SELECT max(at) FROM ${q()}.ops_janitor_runs WHERE pid = $1)`, [owner])).rows.map((r) => r.pid as number);
+    // The janitor records its run after its sweep: wait for the new owner's record too.
+    const afterPids = async () =>
+      (await t.sql.query(`SELECT DISTINCT pid FROM ${q()}.ops_janitor_runs WHERE at > (SELECT max(at) FROM ${q()}.ops_janitor_runs WHERE pid = $1)`, [owner])).rows.map((r) => r.pid as number);
+    const after = await waitFor('the new owner’s run recorded', async () => ((await afterPids()).length > 0 ? afterPids() : undefined), { timeoutMs: 30_000 });
     expect(after).toHaveLength(1);
     expect(after[0]).not.toBe(owner);
   });
