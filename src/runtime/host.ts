@@ -53,6 +53,9 @@ export interface Wakeups {
 const UNPROVEN_WHY = 'notifications do not reach the listener, as behind a transaction-mode pooler (PgBouncer); wake-ups fall back to polling';
 const UNPROVEN_HINT = 'give the listener a direct connection to PostgreSQL (or a session-mode pool): listenDatabaseUrl, database.listenUrl in nightshift.config.ts, or DATABASE_LISTEN_URL (docs/poolers.md)';
 
+/** The notification of a freed limit slot: `<queue> freed <limit>,<limit>` (0011's jobs_limit_freed). */
+const FREED = 'freed ';
+
 /** How long the listener waits for its own notification after (re)connecting. */
 const PROOF_TIMEOUT_MS = 5_000;
 
@@ -307,10 +310,17 @@ export class Host extends BaseService {
       {
         onNotify: (channel, payload) => {
           if (channel === jobs) {
-            // `queue` (work is due) or `queue <ms>` (the earliest new job is due in ms).
+            // `queue` (work is due), `queue <ms>` (the earliest new job is due in ms) or
+            // `queue freed <limit>,…` (a limited job of the queue left running: job_limit_freed).
             const space = payload.indexOf(' ');
             const queue = space < 0 ? payload : payload.slice(0, space);
-            const dueInMs = space < 0 ? undefined : Number(payload.slice(space + 1));
+            const rest = space < 0 ? '' : payload.slice(space + 1);
+            if (rest.startsWith(FREED)) {
+              worker.limitFreed(rest.slice(FREED.length).split(','));
+              if (this.d.events.active) this.d.events.emit({ type: 'listener.notified', queue });
+              return;
+            }
+            const dueInMs = space < 0 ? undefined : Number(rest);
             worker.wake(queue, dueInMs);
             // Tells wake-ups by notification apart from polling (fault tests, metrics).
             if (this.d.events.active) this.d.events.emit({ type: 'listener.notified', queue, ...(dueInMs !== undefined ? { dueInMs } : {}) });

@@ -96,6 +96,8 @@ export class QueueFetcher extends BaseService {
   private dueAt = 0;
   /** The last limited claim passed jobs over (so the next one that does not reports 0). */
   private wasLimited = false;
+  /** A claim is in flight. */
+  private claiming = false;
   /** Learn the next due time after the next empty claim: at start (jobs delayed before this process started), and after the listener (re)connected. */
   private probeDue = true;
   /** The last claim found jobs: the queue just ran out of work (the idle probe polls soon again). */
@@ -181,6 +183,12 @@ export class QueueFetcher extends BaseService {
       this.need_ = undefined;
       n();
     }
+  }
+
+  /** A slot of each of `limits` freed (a limited job left running): claim now if the last claim passed jobs over under one of them. */
+  limitFreed(limits: ReadonlySet<string>): void {
+    // A claim in flight may have counted the slot before it freed: it must look again too.
+    if ((this.wasLimited || this.claiming) && this.o.limits?.names.some((n) => limits.has(n))) this.wake();
   }
 
   /**
@@ -297,6 +305,7 @@ export class QueueFetcher extends BaseService {
       }
       let rows: ClaimedRow[];
       let limited = 0;
+      this.claiming = true;
       try {
         const p = { queue: this.o.queue, kinds: this.o.kinds, limit: n, owner: this.o.owner, leaseMs: this.o.leaseMs };
         if (!this.o.limits) rows = await this.db.jobs.claim(p);
@@ -310,12 +319,14 @@ export class QueueFetcher extends BaseService {
           this.wasLimited = limited > 0;
         }
       } catch (err) {
+        this.claiming = false;
         this.giveBack(now);
         this.host.onError(err);
         this.idleMs = Math.min(this.o.maxPollMs * 5, Math.max(this.idleMs * 2, 500));
         await this.sleep(this.idleMs);
         continue;
       }
+      this.claiming = false;
       if (rows.length === n) this.hadWork = true;
       this.claimMs = 0.7 * this.claimMs + 0.3 * (this.clock.monotonic() - sentAt);
       this.host.onClaimed(this.o.queue, n, rows.length);

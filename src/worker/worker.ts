@@ -214,6 +214,17 @@ export class Worker extends BaseService {
     else this.fetchers.get(queue)?.wake();
   }
 
+  /**
+   * A limited job (of any queue: a kind's limit holds in every queue of its jobs) left running
+   * and freed a slot of each of `limits`: every queue whose claim passed jobs over under one of
+   * them claims again. The others are not woken: a freed limit slot gives them nothing, and a
+   * drain of a limited kind would otherwise claim again after every completion.
+   */
+  limitFreed(limits: readonly string[]): void {
+    const names = new Set(limits);
+    for (const f of this.fetchers.values()) f.limitFreed(names);
+  }
+
   /** A job this worker holds was cancelled: abort its handler. */
   cancelled(id: string): void {
     const job = this.active.get(id);

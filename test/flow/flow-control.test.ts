@@ -148,6 +148,33 @@ describe('limits and the rest of the claim', () => {
   });
 });
 
+describe('a freed slot wakes every claim waiting for it', () => {
+  // Found by the model-based test (CI, seed 1523231043): a kind's limit holds in every queue of
+  // its jobs, but the slot a job freed woke only its own queue's claimers, so a job of the same
+  // kind and key in another queue waited for the next poll (30 s there, minutes in seed 003).
+  it('a job of another queue, claimed by another process, starts when the slot frees (an hour between polls)', async () => {
+    const g = gate();
+    const job = defineJob({ kind: 'xq-limited', payload, concurrency: { limit: 1, key: (p) => p.account }, run: (_p, ctx) => g.hold(ctx.jobId) });
+    const roles = { a: { queues: ['xq-a'] }, b: { queues: ['xq-b'] } };
+    const a = t.client({ jobs: [job], roles, activeRoles: ['a'], concurrency: 5, pollIntervalMs: 3_600_000 });
+    const b = t.client({ jobs: [job], roles, activeRoles: ['b'], concurrency: 5, pollIntervalMs: 3_600_000 });
+    const first = await a.enqueue(job, { account: 'acme' }, { queue: 'xq-a' });
+    await a.start();
+    await waitFor('the first to run', () => g.running().includes(first.id));
+    const second = await b.enqueue(job, { account: 'acme' }, { queue: 'xq-b' });
+    const limited = nextEvent(b.on.bind(b), (e) => e.type === 'worker.limited' && e.queue === 'xq-b' && e.waiting > 0);
+    await b.start();
+    await limited; // b's claim passed it over, and b now waits: polling would take an hour
+    expect(await state(second.id)).toBe('available');
+    g.release(first.id);
+    await waitFor('the second to start once the first frees the key', () => g.running().includes(second.id));
+    expect(await state(first.id)).toBe('completed');
+    g.release(second.id);
+    await waitFor('the second to complete', async () => (await state(second.id)) === 'completed');
+    await Promise.all([a.stop(), b.stop()]);
+  });
+});
+
 describe('rate limits wake the worker when the window opens', () => {
   it('drains a backlog over the rate without polling (a minute between polls, no notifications)', async () => {
     const started: string[] = [];

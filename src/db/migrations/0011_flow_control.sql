@@ -37,12 +37,18 @@ CREATE TABLE limit_windows (
 CREATE INDEX limit_windows_full ON limit_windows (name, full_until) WHERE full_until IS NOT NULL;
 
 -- A limited job leaving `running` (completed, failed, retried, cancelled, rescued, handed back,
--- deleted) frees its slots: wake the claimers of its queue, which may have passed over jobs for
--- lack of one. Row triggers whose WHEN is false queue nothing: unlimited jobs pay only the test.
+-- deleted) frees its slots: wake the claimers that may have passed over jobs for lack of one.
+-- Those are not only its queue's: a kind's limit holds in every queue of its jobs, so the
+-- payload `<queue> freed <limit>,<limit>` names the limits too, and every claimer passing jobs
+-- over under one of them looks again (an earlier version named only the queue, and a job of the
+-- same limit in another queue waited for the next poll). Identical payloads within a transaction
+-- are sent once: a batch of completions of one kind and queue notifies once. Row triggers whose
+-- WHEN is false queue nothing: unlimited jobs pay only the test.
 CREATE FUNCTION jobs_limit_freed() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-  PERFORM pg_notify(TG_TABLE_SCHEMA || ':jobs', OLD.queue);
+  PERFORM pg_notify(TG_TABLE_SCHEMA || ':jobs', OLD.queue || ' freed ' ||
+    array_to_string(ARRAY(SELECT DISTINCT split_part(k, '#', 1) FROM unnest(OLD.limit_keys) k ORDER BY 1), ','));
   RETURN NULL;
 END
 $$;
