@@ -8,6 +8,11 @@
 -- made of kind and queue names). NULL for a job under no limit; ADD COLUMN without a default
 -- rewrites nothing, whatever the size of the table.
 ALTER TABLE jobs ADD COLUMN limit_keys text[];
+-- A claim passed a due job over while this one held a slot of a full concurrency limit: its
+-- leaving `running` must wake that claimer (the jobs_limit_freed trigger). Set by the claim
+-- (below), reset when the job is claimed again; NULL on every job no claim waits for, so a drain
+-- whose limits are not hit notifies nothing.
+ALTER TABLE jobs ADD COLUMN limit_waited boolean;
 
 -- The limits the workers declare (defineJob's concurrency/rateLimit, defineQueue), written at
 -- start-up by every worker that runs them (the last one wins), read by the claim.
@@ -36,14 +41,15 @@ CREATE TABLE limit_windows (
 );
 CREATE INDEX limit_windows_full ON limit_windows (name, full_until) WHERE full_until IS NOT NULL;
 
--- A limited job leaving `running` (completed, failed, retried, cancelled, rescued, handed back,
--- deleted) frees its slots: wake the claimers that may have passed over jobs for lack of one.
--- Those are not only its queue's: a kind's limit holds in every queue of its jobs, so the
--- payload `<queue> freed <limit>,<limit>` names the limits too, and every claimer passing jobs
--- over under one of them looks again (an earlier version named only the queue, and a job of the
--- same limit in another queue waited for the next poll). Identical payloads within a transaction
--- are sent once: a batch of completions of one kind and queue notifies once. Row triggers whose
--- WHEN is false queue nothing: unlimited jobs pay only the test.
+-- A job a claim waits for (limit_waited) leaving `running` (completed, failed, retried, cancelled,
+-- rescued, handed back, deleted) frees its slots: wake the claimers that passed over jobs for
+-- lack of one. Those are not only its queue's: a kind's limit holds in every queue of its jobs,
+-- so the payload `<queue> freed <limit>,<limit>` names the limits too, and every claimer passing
+-- jobs over under one of them looks again (an earlier version named only the queue, and a job of
+-- the same limit in another queue waited for the next poll). Identical payloads within a
+-- transaction are sent once. Row triggers whose WHEN is false queue nothing: every other job pays
+-- only the test (an earlier version notified for every limited job, and the notifies and their
+-- wake-ups cost a limited drain a sixth of its throughput, bench/NOTES.md section 13).
 CREATE FUNCTION jobs_limit_freed() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
@@ -53,10 +59,10 @@ BEGIN
 END
 $$;
 CREATE TRIGGER jobs_limit_freed AFTER UPDATE OF state ON jobs FOR EACH ROW
-  WHEN (OLD.limit_keys IS NOT NULL AND OLD.state = 'running' AND NEW.state <> 'running')
+  WHEN (OLD.limit_waited AND OLD.state = 'running' AND NEW.state <> 'running')
   EXECUTE FUNCTION jobs_limit_freed();
 CREATE TRIGGER jobs_limit_freed_delete AFTER DELETE ON jobs FOR EACH ROW
-  WHEN (OLD.limit_keys IS NOT NULL AND OLD.state = 'running')
+  WHEN (OLD.limit_waited AND OLD.state = 'running')
   EXECUTE FUNCTION jobs_limit_freed();
 
 -- Sets the limit keys of a job an enqueue through enqueue_job() just inserted (same statement, so
@@ -131,6 +137,7 @@ DECLARE
   least_max integer;       -- the smallest concurrency limit of this claim
   counted_room boolean := false; -- the bounded count proved that no concurrency key can fill in this claim
   first_at timestamptz;
+  waited text[];           -- full concurrency keys whose running jobs this claim waits for
 BEGIN
   IF EXISTS (SELECT 1 FROM queues q WHERE q.name = p_queue AND q.paused) THEN RETURN; END IF;
   PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || s.n, 0))
@@ -183,11 +190,7 @@ BEGIN
   IF p_queue_keys && full_keys THEN
     SELECT count(*)::integer INTO v_limited FROM (
       SELECT 1 FROM jobs j WHERE j.state = 'available' AND j.queue = p_queue AND j.run_at <= now() AND j.kind = ANY (p_kinds) LIMIT 1000) x;
-    RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer, NULL::boolean,
-      NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, (CASE WHEN v_wake IS NOT NULL THEN greatest(v_wake, 1) END)::float8, v_limited;
-    RETURN;
-  END IF;
-
+  ELSE -- (down to "the queue's own limit full" below: the claim proper)
   -- Fast path, the common case of limits that are not hit: when the first p_limit due jobs all
   -- fit (no limit would pass one over), take them with one set-based statement instead of the
   -- job-by-job loop below. Same jobs, same order, same slots as the loop would take.
@@ -314,7 +317,9 @@ BEGIN
     started_at = CASE WHEN j.at_most_once THEN NULL WHEN j.id = ANY (taken[1:p_start_now]) THEN t END,
     -- The keys it holds while it runs, when they are not the stored ones (a job without keys, a
     -- queue's limits): what the slot counts and the operator's views read.
-    limit_keys = CASE WHEN effs ? j.id::text THEN nullif(ARRAY(SELECT jsonb_array_elements_text(effs -> j.id::text)), '{}') ELSE j.limit_keys END
+    limit_keys = CASE WHEN effs ? j.id::text THEN nullif(ARRAY(SELECT jsonb_array_elements_text(effs -> j.id::text)), '{}') ELSE j.limit_keys END,
+    -- Claimed beside jobs passed over: its leaving `running` may be what they wait for.
+    limit_waited = CASE WHEN v_limited > 0 THEN true END
   WHERE j.id = ANY (taken) AND j.state = 'available'
   RETURNING j.id::text, j.kind, j.queue, j.state::text, j.payload, j.attempt, j.max_attempts, j.at_most_once,
             j.lease_token::text, j.trace_context, (extract(epoch FROM now() - j.run_at) * 1000)::float8, j.priority::integer,
@@ -328,6 +333,32 @@ BEGIN
     RETURNING j.id::text, j.kind, j.queue, j.state::text, j.payload, j.attempt, j.max_attempts, j.at_most_once,
               j.lease_token::text, j.trace_context, (extract(epoch FROM now() - j.run_at) * 1000)::float8, j.priority::integer,
               (extract(epoch FROM j.expires_at - now()) * 1000)::float8, NULL::float8, NULL::integer;
+  END IF;
+  END IF; -- (the queue's own limit full: nothing was taken)
+
+  -- Jobs were passed over: every running job holding a slot of a full concurrency key (this
+  -- claim's included) must wake the claimers when it leaves `running` (limit_waited, the
+  -- jobs_limit_freed trigger). A job that left after the count but before its flag was written
+  -- notified nobody: the running jobs of a waited key, counted again (a new snapshot), then fall
+  -- short of the count, and the worker is told to look again at once. A job that leaves later
+  -- carries the flag: the flag's row lock holds its update until this claim commits, and it then
+  -- updates the flagged row (READ COMMITTED re-reads it).
+  IF v_limited > 0 THEN
+    SELECT coalesce(array_agg(u.key), '{}') INTO waited FROM jsonb_each_text(used) u
+    WHERE maxes ? split_part(u.key, '#', 1) AND NOT pers ? split_part(u.key, '#', 1)
+      AND u.value::integer >= (maxes ->> split_part(u.key, '#', 1))::integer;
+    IF cardinality(waited) > 0 THEN
+      UPDATE jobs j SET limit_waited = true
+      WHERE j.lease_expires_at IS NOT NULL AND j.state = 'running' AND j.limit_keys && waited AND j.limit_waited IS NOT TRUE;
+      IF EXISTS (
+        SELECT 1 FROM unnest(waited) w(k)
+        LEFT JOIN (SELECT e.k, count(*)::integer AS n FROM jobs j, unnest(j.limit_keys) e(k)
+                   WHERE j.lease_expires_at IS NOT NULL AND j.state = 'running' AND j.limit_keys && waited
+                   GROUP BY e.k) c ON c.k = w.k
+        WHERE coalesce(c.n, 0) < (used ->> w.k)::integer) THEN
+        v_wake := least(v_wake, 1);
+      END IF;
+    END IF;
   END IF;
 
   IF v_limited > 0 OR v_wake IS NOT NULL THEN
