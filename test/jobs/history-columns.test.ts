@@ -12,9 +12,10 @@ t.migrateBeforeAll();
 
 /**
  * Columns only an unfinished job has, deliberately absent from the history: the limit keys a
- * running job holds (migration 0011), released when it finishes. Adding one here is a decision.
+ * running job holds and whether a claim waits for it (migration 0011), both meaningless once it
+ * finished. Adding one here is a decision.
  */
-const LIVE_ONLY = ['limit_keys'];
+const LIVE_ONLY = ['limit_keys', 'limit_waited'];
 
 const history = HISTORY_COLUMNS.split(',').map((c) => c.trim());
 

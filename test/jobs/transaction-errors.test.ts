@@ -28,7 +28,10 @@ describe('a transaction whose connection the server ends while it waits', () => 
     await t.sql.query('SELECT pg_terminate_backend($1)', [pid]);
     await waitFor('the backend to be gone', async () => (await t.sql.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = $1', [pid])).rows[0].n === 0);
     release();
-    expect(await failed).toMatchObject({ name: expect.stringMatching(/Error/) });
+    // Which error depends on how far the client read the server's goodbye before the next
+    // statement: 57P01 (a pg DatabaseError), "Connection terminated", or "Client has encountered
+    // a connection error and is not queryable". An Error, whichever.
+    expect(await failed).toBeInstanceOf(Error);
     // The pool hands out a healthy connection next.
     expect((await ns.db.query({ text: 'SELECT 1 AS one' })).rows).toEqual([{ one: 1 }]);
   });
