@@ -49,7 +49,7 @@ try {
   await db.limits.register(noop.limits.map(limitRow));
   const plan = limitPlan([noop], [])!;
   const claim = (c: pg.Client, n: number) =>
-    c.query({ text: db.limits.statements.claim.text, values: ['default', ['bench.noop'], n, 'me', 30000, 0, plan.names, JSON.stringify(plan.defaults), plan.queueKeys] });
+    c.query({ text: db.limits.statements.claim.text, values: ['default', ['bench.noop'], n, 'me', 30000, 0, plan.names, JSON.stringify(plan.defaults), plan.queueKeys, !plan.rate] });
   await handle.close();
   const c = new pg.Client({ connectionString: server.url });
   await c.connect();

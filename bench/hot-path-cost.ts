@@ -90,7 +90,7 @@ try {
         limited
           ? pool.pool.query<{ id: string | null; lease_token: string }>({
               ...db.limits.statements.claim,
-              values: ['default', ['bench.noop'], n, 'cost', 30_000, 0, plan!.names, JSON.stringify(plan!.defaults), plan!.queueKeys],
+              values: ['default', ['bench.noop'], n, 'cost', 30_000, 0, plan!.names, JSON.stringify(plan!.defaults), plan!.queueKeys, !plan!.rate],
             })
           : pool.pool.query<{ id: string | null; lease_token: string }>({ ...db.jobs.statements.claim, values: ['default', ['bench.noop'], n, 'cost', 30_000] });
       // Jobs that stay running through the measure (claimed, never completed), not counted in it.

@@ -26,6 +26,11 @@ export interface LimitedClaimParams {
   defaults: Readonly<Record<string, readonly string[]>>;
   /** The queue's own limits, held by every job claimed from it. */
   queueKeys: readonly string[];
+  /**
+   * Claim in room mode (claim_limited, migration 0011): beside other room-mode claimers, for
+   * limits far from hit; the claim says when to stop (and claims nothing then) or start again.
+   */
+  room?: boolean;
 }
 
 /** What a limited claim did: the claimed rows, and what the limits held back. */
@@ -35,6 +40,12 @@ export interface LimitedClaim {
   limited: number;
   /** When the first full rate window opens, in ms from the claim; undefined when no rate limit held a job back. */
   wakeInMs: number | undefined;
+  /**
+   * The mode of the next claim, when it changes: `false` after a room-mode claim that could not
+   * prove room (it claimed nothing: claim again at once, exclusively), `true` once an exclusive
+   * claim found the limits far from hit. Undefined: keep the mode.
+   */
+  room: boolean | undefined;
 }
 
 /** A limit with what holds it now, for operators (`nightshift limits`, the dashboard). */
@@ -70,7 +81,7 @@ export interface JobLimitState {
   full: boolean;
 }
 
-type ClaimRowOut = Omit<ClaimedRow, 'id' | 'state'> & { id: string | null; state: ClaimedRow['state'] | null; wake_in_ms: number | null; limited: number | null };
+type ClaimRowOut = Omit<ClaimedRow, 'id' | 'state'> & { id: string | null; state: ClaimedRow['state'] | null; wake_in_ms: number | null; limited: number | null; room: boolean | null };
 
 const KEYPART = (col: string) => `CASE WHEN strpos(${col}, '#') = 0 THEN '' ELSE substr(${col}, strpos(${col}, '#') + 1) END`;
 const NAMEPART = (col: string) => `split_part(${col}, '#', 1)`;
@@ -84,12 +95,23 @@ export function limitStatements(set: StatementSet) {
     // this statement's snapshot has it: from before the claim, which does not change the history.
     claim: set.named<
       ClaimRowOut,
-      [queue: string, kinds: readonly string[], limit: number, owner: string, leaseMs: number, startNow: number, names: readonly string[], defaults: string, queueKeys: readonly string[]]
+      [
+        queue: string,
+        kinds: readonly string[],
+        limit: number,
+        owner: string,
+        leaseMs: number,
+        startNow: number,
+        names: readonly string[],
+        defaults: string,
+        queueKeys: readonly string[],
+        room: boolean,
+      ]
     >(
       'job_claim_limited',
       (s) =>
         `SELECT c.*, coalesce((SELECT ${SUSPECT('j')} FROM ${s}.jobs j WHERE j.id = c.id::bigint AND c.state = 'running'), false) AS start_first
-FROM ${s}.claim_limited($1, $2::text[], $3::int, $4, $5::float8, $6::int, $7::text[], $8::jsonb, $9::text[]) c`,
+FROM ${s}.claim_limited($1, $2::text[], $3::int, $4, $5::float8, $6::int, $7::text[], $8::jsonb, $9::text[], $10::bool) c`,
     ),
     register: set.plain<never, [names: string[], types: string[], maxes: number[], pers: (number | null)[], keyed: boolean[]]>(
       (s) => `
@@ -145,20 +167,22 @@ export class LimitQueries {
    */
   async claim(p: LimitedClaimParams): Promise<LimitedClaim> {
     // p_start_now 0: the claim records no start; the worker records each (see jobs-run.ts, claim).
-    const out = await run(this.db, this.statements.claim, [p.queue, p.kinds, p.limit, p.owner, p.leaseMs, 0, p.names, JSON.stringify(p.defaults), p.queueKeys]);
+    const out = await run(this.db, this.statements.claim, [p.queue, p.kinds, p.limit, p.owner, p.leaseMs, 0, p.names, JSON.stringify(p.defaults), p.queueKeys, p.room ?? false]);
     const rows: ClaimedRow[] = [];
     let limited = 0;
     let wakeInMs: number | undefined;
+    let room: boolean | undefined;
     for (const r of out) {
       if (r.id === null) {
         limited = r.limited ?? 0;
         wakeInMs = r.wake_in_ms ?? undefined;
+        room = r.room ?? undefined;
       } else {
-        const { wake_in_ms: _w, limited: _l, ...row } = r;
+        const { wake_in_ms: _w, limited: _l, room: _r, ...row } = r;
         rows.push(row as ClaimedRow);
       }
     }
-    return { rows, limited, wakeInMs };
+    return { rows, limited, wakeInMs, room };
   }
 
   /** Records the limits a worker runs with (the last writer wins: every process of a fleet should declare the same). */

@@ -98,6 +98,8 @@ export class QueueFetcher extends BaseService {
   private wasLimited = false;
   /** A claim is in flight. */
   private claiming = false;
+  /** Claim limits in room mode (see LimitedClaimParams.room): until a claim says otherwise, under concurrency limits only. */
+  private room: boolean;
   /** Learn the next due time after the next empty claim: at start (jobs delayed before this process started), and after the listener (re)connected. */
   private probeDue = true;
   /** The last claim found jobs: the queue just ran out of work (the idle probe polls soon again). */
@@ -114,6 +116,7 @@ export class QueueFetcher extends BaseService {
     this.local = o.local;
     this.host = o.host;
     this.idleMs = o.minPollMs;
+    this.room = !!o.limits && !o.limits.rate;
   }
 
   get queue(): string {
@@ -310,7 +313,15 @@ export class QueueFetcher extends BaseService {
         const p = { queue: this.o.queue, kinds: this.o.kinds, limit: n, owner: this.o.owner, leaseMs: this.o.leaseMs };
         if (!this.o.limits) rows = await this.db.jobs.claim(p);
         else {
-          const c = await this.db.limits.claim({ ...p, ...this.o.limits });
+          const c = await this.db.limits.claim({ ...p, ...this.o.limits, room: this.room });
+          if (c.room === false && this.room) {
+            // Room not proven (nothing was claimed): claim again at once, exclusively.
+            this.room = false;
+            this.claiming = false;
+            this.giveBack(now);
+            continue;
+          }
+          if (c.room !== undefined) this.room = c.room && !this.o.limits.rate;
           rows = c.rows;
           limited = c.limited;
           // A full rate window: look again when it opens, not at the next poll.

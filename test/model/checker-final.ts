@@ -27,6 +27,8 @@ export class FinalChecker {
     private readonly liveSuspects: Map<string, BugId[]>,
     /** Whether some process could run maintenance for a whole rescue bound between `from` and `to`. */
     private readonly couldRescue: (from: number, to: number) => boolean,
+    /** Whether some process claiming `queue` had a free slot for it through [from, to]. */
+    private readonly slotFree: (queue: string, from: number, to: number) => boolean,
   ) {
     for (const r of [...obs.runs].sort((a, b) => a.startMs - b.startMs)) (this.runsByJob.get(r.jobId) ?? this.runsByJob.set(r.jobId, []).get(r.jobId)!).push(r);
     for (const e of obs.effects) this.notes.set(e.token, e.note);
@@ -141,7 +143,8 @@ export class FinalChecker {
           .filter((i) => !i.killed && (i.readyAt ?? Infinity) <= this.obs.drainedAt)
           .map((i) => this.obs.scenario.workers[i.spec]!)
           .filter((w) => w.queues.some((q) => q.name === j.queue));
-        if (due && !handedBack && claimers.length > 0) {
+        // (Every slot busy, as with handlers that ignore their timeout at concurrency 1: waiting is legitimate.)
+        if (due && !handedBack && claimers.length > 0 && this.slotFree(j.queue, ...tail)) {
           const suspects = new Set(this.liveSuspects.get(j.id) ?? []);
           if (claimers.every((w) => starvedBySignature(w, j.queue))) suspects.add('bug1');
           this.flag('nothing-lost', j, `still pending at the end, due since ${this.t(j.runAt)} (attempt ${j.attempt})`, [...suspects]);

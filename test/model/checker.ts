@@ -8,7 +8,7 @@ import { checkDedupe, checkRescue, checkStarts, checkStops, couldRescue } from '
 import { BUGS, excused, KNOWN_OPEN, type BugId } from './known-open.js';
 import type { Observation } from './observation.js';
 import { limitMaxes } from './scenario.js';
-import { defaultBounds, processViews, type ModelBounds } from './timeline.js';
+import { defaultBounds, processViews, type ModelBounds, type ProcessView } from './timeline.js';
 import { INVARIANTS, type InvariantId, type Violation } from './violation.js';
 
 /** The checker's judgement of one run. */
@@ -24,7 +24,16 @@ export function checkObservation(obs: Observation, bounds: ModelBounds = default
   const live = [...checkStarts(obs, views, bounds), ...checkRescue(obs, views, bounds), ...checkDedupe(obs), ...checkStops(obs, bounds), ...checkLimits(obs, views, peaks)];
   const liveSuspects = new Map<string, BugId[]>();
   for (const v of live) if (v.job) liveSuspects.set(v.job, [...new Set([...(liveSuspects.get(v.job) ?? []), ...v.suspects])]);
-  const violations = [...live, ...new FinalChecker(obs, bounds, liveSuspects, (from, to) => couldRescue(views, bounds, from, to)).check()];
+  const violations = [
+    ...live,
+    ...new FinalChecker(
+      obs,
+      bounds,
+      liveSuspects,
+      (from, to) => couldRescue(views, bounds, from, to),
+      (queue, from, to) => slotFreeThroughout(views, queue, from, to),
+    ).check(),
+  ];
   const states: Record<string, number> = {};
   for (const j of obs.jobs) states[j.state] = (states[j.state] ?? 0) + 1;
   const faults: Record<string, number> = {};
@@ -84,4 +93,12 @@ export function verdictText(v: Verdict, open: Record<BugId, boolean> = KNOWN_OPE
   const bugs = suspectedBugs(v);
   if (bugs.length) lines.push(`  evidence of: ${bugs.map((b) => `${b} (${BUGS[b]})`).join('; ')}`);
   return lines.join('\n');
+}
+
+/**
+ * Whether some process claiming `queue` could run and had a free slot for it (the model's view of
+ * its runs) through all of [from, to], but for 250 ms at either end.
+ */
+function slotFreeThroughout(views: ProcessView[], queue: string, from: number, to: number): boolean {
+  return views.some((v) => v.claims(queue) && v.stretches(from, to, (t) => v.canWork(t) && v.slotFree(queue, t, true)).some(([a, b]) => a <= from + 250 && b >= to - 250));
 }

@@ -180,8 +180,14 @@ function fault(p: Profile): fc.Arbitrary<FaultStep> {
   );
 }
 
-/** Fleet-wide limits of one kind: in total, per key, or both (small, so that they are hit). */
-const kindLimits: fc.Arbitrary<KindLimits> = fc.record({ total: maybe(fc.integer({ min: 1, max: 4 }), 6), perKey: maybe(fc.integer({ min: 1, max: 2 }), 7) }).map((l) => strip(l));
+/**
+ * Fleet-wide limits of one kind: in total, per key, or both. Mostly small, so that they are hit;
+ * now and then large (a total of 12–40, 8–20 per key), so that claims switch between room mode
+ * (four claimers' batches fit under the smallest limit) and exclusive claims as the running jobs
+ * come and go (claim_limited, 0011).
+ */
+const sized = (small: number, large: [number, number]) => fc.oneof({ arbitrary: fc.integer({ min: 1, max: small }), weight: 3 }, { arbitrary: fc.integer({ min: large[0], max: large[1] }), weight: 1 });
+const kindLimits: fc.Arbitrary<KindLimits> = fc.record({ total: maybe(sized(4, [12, 40]), 6), perKey: maybe(sized(2, [8, 20]), 7) }).map((l) => strip(l));
 
 /** The scenario's limits: in most scenarios (npm test runs only three), on one kind or both. */
 const modelLimits: fc.Arbitrary<ModelLimits | undefined> = maybe(

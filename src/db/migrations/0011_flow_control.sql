@@ -83,6 +83,21 @@ $$;
 -- are released at commit and work through transaction-mode poolers (one statement, one
 -- transaction).
 --
+-- Room mode (p_room), for limits far from hit, so that the claims of several processes do not
+-- queue behind one another's (the exclusive lock is held through each claim's commit, and two
+-- processes claiming one limited queue drained 1.3× slower than unlimited, bench/NOTES.md
+-- section 13): the claim takes L's lock shared plus one of 4 slot locks of L, so at most 4
+-- room-mode claims of L run at once and none beside an exclusive one. It claims only when the
+-- bounded count proves room for 4 whole batches (running + 4 × p_limit <= the smallest limit):
+-- then whatever the others beside it take, no limit can be passed. Proof: take the claim that
+-- got its locks last before any moment; the running jobs then are at most those it counted, plus
+-- the batches of the claims in flight when it counted (at most 3 others: slots), plus its own.
+-- Otherwise it claims nothing and says `room` false: the worker claims again at once,
+-- exclusively. An exclusive claim says `room` true when the next may be in room mode. Locks are
+-- taken in name order, each name's shared lock before its slot: every wait is for a lock later
+-- in that order than any the waiter holds, so claimers never deadlock. Rate limits are always
+-- claimed exclusively (their windows are written by the claim).
+--
 -- Counted from what is really held: a concurrency slot is a running job carrying the key (its
 -- lease), so a crashed worker's slot frees when maintenance rescues its lease, and nothing else
 -- has to give it back. A rate limit counts the claims of the last `per` ms of each key.
@@ -106,10 +121,11 @@ CREATE FUNCTION claim_limited(
   p_start_now integer,
   p_names     text[],   -- every limit this claim may take a slot of: its kinds' and its queue's
   p_defaults  jsonb,    -- kind -> keys of a job that carries none (enqueued by SQL, the CLI, older code)
-  p_queue_keys text[]   -- the queue's own limits, held by every job claimed here
+  p_queue_keys text[],  -- the queue's own limits, held by every job claimed here
+  p_room boolean DEFAULT false -- claim in room mode (above): the last claim said the limits are far from hit
 ) RETURNS TABLE (id text, kind text, queue text, state text, payload jsonb, attempt integer, max_attempts integer,
                  at_most_once boolean, lease_token text, trace_context jsonb, waited_ms float8, priority integer,
-                 expires_in_ms float8, wake_in_ms float8, limited integer)
+                 expires_in_ms float8, wake_in_ms float8, limited integer, room boolean)
 -- Generic plans for its statements: with `auto`, PostgreSQL kept planning some of them anew on
 -- every call (a custom plan per call cost about a fifth of the claim, bench/NOTES.md section 13);
 -- their generic plans are the index scans the custom ones are.
@@ -138,10 +154,29 @@ DECLARE
   counted_room boolean := false; -- the bounded count proved that no concurrency key can fill in this claim
   first_at timestamptz;
   waited text[];           -- full concurrency keys whose running jobs this claim waits for
+  room_next boolean;       -- the next claim may be in room mode
+  got boolean;
+  slots constant integer := 4; -- room-mode claimers of one limit at once
 BEGIN
   IF EXISTS (SELECT 1 FROM queues q WHERE q.name = p_queue AND q.paused) THEN RETURN; END IF;
-  PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || s.n, 0))
-  FROM (SELECT DISTINCT n FROM unnest(p_names) n ORDER BY n) s;
+  IF p_room THEN
+    -- Room mode: each limit's lock shared, and one of its `slots` slot locks (the first free one
+    -- from a place of this backend's, else wait for that place's).
+    FOR nm IN SELECT DISTINCT n FROM unnest(p_names) n ORDER BY n LOOP
+      PERFORM pg_advisory_xact_lock_shared(hashtextextended(current_schema() || ':limit:' || nm, 0));
+      got := false;
+      FOR i IN 0 .. slots - 1 LOOP
+        got := pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || nm || ':' || ((pg_backend_pid() + i) % slots), 0));
+        EXIT WHEN got;
+      END LOOP;
+      IF NOT got THEN
+        PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || nm || ':' || (pg_backend_pid() % slots), 0));
+      END IF;
+    END LOOP;
+  ELSE
+    PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || s.n, 0))
+    FROM (SELECT DISTINCT n FROM unnest(p_names) n ORDER BY n) s;
+  END IF;
   -- Under the locks: the time of this claim's starts, in the order the locks were granted (now()
   -- is when the transaction began, possibly before another claimer's commit).
   t := clock_timestamp();
@@ -161,6 +196,14 @@ BEGIN
     SELECT count(*)::integer INTO cnt FROM (
       SELECT 1 FROM jobs j WHERE j.lease_expires_at IS NOT NULL AND j.state = 'running' AND j.limit_keys IS NOT NULL
       LIMIT greatest(least_max - p_limit + 1, 0)) x;
+    -- Room for this batch and every other room-mode claimer's at once: room mode holds.
+    room_next := pers = '{}' AND cnt + slots * p_limit <= least_max;
+    IF p_room AND NOT room_next THEN
+      -- Not proven for room mode: claim nothing; the worker claims again at once, exclusively.
+      RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer, NULL::boolean,
+        NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, NULL::float8, 0, false;
+      RETURN;
+    END IF;
     counted_room := cnt + p_limit <= least_max;
     IF NOT counted_room THEN
       -- One statement, not a loop over the keys: a plpgsql iteration per key (and a jsonb map
@@ -204,6 +247,8 @@ BEGIN
       AND (j.limit_keys IS NULL OR NOT j.limit_keys && full_keys)
     ORDER BY j.priority, j.run_at, j.id
     LIMIT p_limit
+    -- (room-mode claimers of one queue run at once: each takes other jobs)
+    FOR UPDATE SKIP LOCKED
   ), need AS (
     SELECT e.k, split_part(e.k, '#', 1) AS nm, count(DISTINCT c.id)::integer AS n
     FROM c, unnest(c.keys) e(k)
@@ -323,7 +368,7 @@ BEGIN
   WHERE j.id = ANY (taken) AND j.state = 'available'
   RETURNING j.id::text, j.kind, j.queue, j.state::text, j.payload, j.attempt, j.max_attempts, j.at_most_once,
             j.lease_token::text, j.trace_context, (extract(epoch FROM now() - j.run_at) * 1000)::float8, j.priority::integer,
-            (extract(epoch FROM j.expires_at - now()) * 1000)::float8, NULL::float8, NULL::integer;
+            (extract(epoch FROM j.expires_at - now()) * 1000)::float8, NULL::float8, NULL::integer, NULL::boolean;
 
   IF cardinality(expired) > 0 THEN
     RETURN QUERY
@@ -332,7 +377,7 @@ BEGIN
     WHERE j.id = ANY (expired) AND j.state = 'available'
     RETURNING j.id::text, j.kind, j.queue, j.state::text, j.payload, j.attempt, j.max_attempts, j.at_most_once,
               j.lease_token::text, j.trace_context, (extract(epoch FROM now() - j.run_at) * 1000)::float8, j.priority::integer,
-              (extract(epoch FROM j.expires_at - now()) * 1000)::float8, NULL::float8, NULL::integer;
+              (extract(epoch FROM j.expires_at - now()) * 1000)::float8, NULL::float8, NULL::integer, NULL::boolean;
   END IF;
   END IF; -- (the queue's own limit full: nothing was taken)
 
@@ -361,9 +406,10 @@ BEGIN
     END IF;
   END IF;
 
-  IF v_limited > 0 OR v_wake IS NOT NULL THEN
+  IF v_limited > 0 OR v_wake IS NOT NULL OR coalesce(room_next, false) <> p_room THEN
     RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer, NULL::boolean,
-      NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, (CASE WHEN v_wake IS NOT NULL THEN greatest(v_wake, 1) END)::float8, v_limited;
+      NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, (CASE WHEN v_wake IS NOT NULL THEN greatest(v_wake, 1) END)::float8, v_limited,
+      coalesce(room_next, false);
   END IF;
 END
 $$;
