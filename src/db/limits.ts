@@ -95,18 +95,7 @@ export function limitStatements(set: StatementSet) {
     // this statement's snapshot has it: from before the claim, which does not change the history.
     claim: set.named<
       ClaimRowOut,
-      [
-        queue: string,
-        kinds: readonly string[],
-        limit: number,
-        owner: string,
-        leaseMs: number,
-        startNow: number,
-        names: readonly string[],
-        defaults: string,
-        queueKeys: readonly string[],
-        room: boolean,
-      ]
+      [queue: string, kinds: readonly string[], limit: number, owner: string, leaseMs: number, startNow: number, names: readonly string[], defaults: string, queueKeys: readonly string[], room: boolean]
     >(
       'job_claim_limited',
       (s) =>
