@@ -86,5 +86,5 @@ describe('npm start: the tour of the four seed systems', () => {
       p.kill('SIGTERM');
       await p.exited;
     }
-  });
+  }, 600_000); // the whole day first, as with --once: a bound, not a measure
 });
