@@ -87,11 +87,15 @@ $$;
 -- queue behind one another's (the exclusive lock is held through each claim's commit, and two
 -- processes claiming one limited queue drained 1.3× slower than unlimited, bench/NOTES.md
 -- section 13): the claim takes L's lock shared plus one of 4 slot locks of L, so at most 4
--- room-mode claims of L run at once and none beside an exclusive one. It claims only when the
--- bounded count proves room for 4 whole batches (running + 4 × p_limit <= the smallest limit):
--- then whatever the others beside it take, no limit can be passed. Proof: take the claim that
--- got its locks last before any moment; the running jobs then are at most those it counted, plus
--- the batches of the claims in flight when it counted (at most 3 others: slots), plus its own.
+-- room-mode claims of L run at once and none beside an exclusive one. A room-mode claim of L
+-- takes at most L's room batch, max / 8 (p_limit above that: not in room mode), and claims only
+-- when the bounded count proves room for 4 of them under each of its limits (running + 4 × (max /
+-- 8) <= max, running at most about half of it): then whatever the others beside it take, no limit
+-- can be passed. Proof: take the claim that got its locks last before any moment; the running
+-- jobs then are at most those it counted, plus the batches of the claims in flight when it
+-- counted (at most 3 others: slots), plus its own, each at most L's room batch. The bound must
+-- be L's, not the claim's own batch: batches differ (a worker asks for its free slots), and a
+-- claim of 1 beside three uncommitted claims of 10 under a limit of 40 counted 10 and made 41.
 -- Otherwise it claims nothing and says `room` false: the worker claims again at once,
 -- exclusively. An exclusive claim says `room` true when the next may be in room mode. Locks are
 -- taken in name order, each name's shared lock before its slot: every wait is for a lock later
@@ -151,6 +155,8 @@ DECLARE
   v_wake float8;
   cnt integer;
   least_max integer;       -- the smallest concurrency limit of this claim
+  room_cap integer;        -- the smallest room batch (max / (2 × slots)) of its concurrency limits
+  room_free integer;       -- the most running jobs with room for `slots` room batches under each of them
   counted_room boolean := false; -- the bounded count proved that no concurrency key can fill in this claim
   first_at timestamptz;
   waited text[];           -- full concurrency keys whose running jobs this claim waits for
@@ -182,8 +188,10 @@ BEGIN
   t := clock_timestamp();
 
   SELECT coalesce(jsonb_object_agg(l.name, l.max), '{}'), coalesce(jsonb_object_agg(l.name, l.per_ms) FILTER (WHERE l.type = 'rate'), '{}'),
-         min(l.max) FILTER (WHERE l.type = 'concurrency')
-  INTO maxes, pers, least_max FROM limits l WHERE l.name = ANY (p_names);
+         min(l.max) FILTER (WHERE l.type = 'concurrency'),
+         min(l.max / (2 * slots)) FILTER (WHERE l.type = 'concurrency'),
+         min(l.max - slots * (l.max / (2 * slots))) FILTER (WHERE l.type = 'concurrency')
+  INTO maxes, pers, least_max, room_cap, room_free FROM limits l WHERE l.name = ANY (p_names);
   IF maxes = '{}' THEN p_names := '{}'; END IF;
 
   -- Concurrency slots in use: running jobs (every running job holds a lease: jobs_lease).
@@ -196,8 +204,10 @@ BEGIN
     SELECT count(*)::integer INTO cnt FROM (
       SELECT 1 FROM jobs j WHERE j.lease_expires_at IS NOT NULL AND j.state = 'running' AND j.limit_keys IS NOT NULL
       LIMIT greatest(least_max - p_limit + 1, 0)) x;
-    -- Room for this batch and every other room-mode claimer's at once: room mode holds.
-    room_next := pers = '{}' AND cnt + slots * p_limit <= least_max;
+    -- Room for this batch and every other room-mode claimer's at once (each at most a room
+    -- batch of each limit it shares with this claim): room mode holds. (room_free is below the
+    -- count's bound whenever p_limit <= room_cap.)
+    room_next := pers = '{}' AND p_limit <= room_cap AND cnt <= room_free;
     IF p_room AND NOT room_next THEN
       -- Not proven for room mode: claim nothing; the worker claims again at once, exclusively.
       RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer, NULL::boolean,
