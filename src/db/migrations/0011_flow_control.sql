@@ -50,11 +50,17 @@ CREATE INDEX limit_windows_full ON limit_windows (name, full_until) WHERE full_u
 -- transaction are sent once. Row triggers whose WHEN is false queue nothing: every other job pays
 -- only the test (an earlier version notified for every limited job, and the notifies and their
 -- wake-ups cost a limited drain a sixth of its throughput, bench/NOTES.md section 13).
+-- A payload longer than pg_notify allows (8,000 bytes: a kind may declare any number of limits of
+-- names up to 100 characters) would fail the job's leaving `running`, for ever: it names no limit
+-- then, `<queue> freed *`, and every claimer passing jobs over under any limit looks again.
 CREATE FUNCTION jobs_limit_freed() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+  msg text := OLD.queue || ' freed ' ||
+    array_to_string(ARRAY(SELECT DISTINCT split_part(k, '#', 1) FROM unnest(OLD.limit_keys) k ORDER BY 1), ',');
 BEGIN
-  PERFORM pg_notify(TG_TABLE_SCHEMA || ':jobs', OLD.queue || ' freed ' ||
-    array_to_string(ARRAY(SELECT DISTINCT split_part(k, '#', 1) FROM unnest(OLD.limit_keys) k ORDER BY 1), ','));
+  IF octet_length(msg) > 7900 THEN msg := OLD.queue || ' freed *'; END IF;
+  PERFORM pg_notify(TG_TABLE_SCHEMA || ':jobs', msg);
   RETURN NULL;
 END
 $$;
