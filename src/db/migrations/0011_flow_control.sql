@@ -173,16 +173,18 @@ BEGIN
   IF EXISTS (SELECT 1 FROM queues q WHERE q.name = p_queue AND q.paused) THEN RETURN; END IF;
   IF p_room THEN
     -- Room mode: each limit's lock shared, and one of its `slots` slot locks (the first free one
-    -- from a place of this backend's, else wait for that place's).
+    -- from a place of this backend's, else wait for that place's). A slot's lock is keyed
+    -- `<name>#<slot>`: names hold ':' and digits but never '#', so slot 0 of a limit named `x`
+    -- is not the lock of one named `x:0` (with ':', their claims waited for each other's).
     FOR nm IN SELECT DISTINCT n FROM unnest(p_names) n ORDER BY n LOOP
       PERFORM pg_advisory_xact_lock_shared(hashtextextended(current_schema() || ':limit:' || nm, 0));
       got := false;
       FOR i IN 0 .. slots - 1 LOOP
-        got := pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || nm || ':' || ((pg_backend_pid() + i) % slots), 0));
+        got := pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || nm || '#' || ((pg_backend_pid() + i) % slots), 0));
         EXIT WHEN got;
       END LOOP;
       IF NOT got THEN
-        PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || nm || ':' || (pg_backend_pid() % slots), 0));
+        PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || nm || '#' || (pg_backend_pid() % slots), 0));
       END IF;
     END LOOP;
   ELSE
