@@ -53,7 +53,7 @@ export interface Wakeups {
 const UNPROVEN_WHY = 'notifications do not reach the listener, as behind a transaction-mode pooler (PgBouncer); wake-ups fall back to polling';
 const UNPROVEN_HINT = 'give the listener a direct connection to PostgreSQL (or a session-mode pool): listenDatabaseUrl, database.listenUrl in nightshift.config.ts, or DATABASE_LISTEN_URL (docs/poolers.md)';
 
-/** The notification of a freed limit slot: `<queue> freed <limit>,<limit>` (0011's jobs_limit_freed). */
+/** The notification of a freed limit slot: `<queue> freed <limit>,<limit>`, or `<queue> freed *` for any limit (0011's jobs_limit_freed). */
 const FREED = 'freed ';
 
 /** How long the listener waits for its own notification after (re)connecting. */

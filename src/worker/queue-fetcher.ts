@@ -188,10 +188,14 @@ export class QueueFetcher extends BaseService {
     }
   }
 
-  /** A slot of each of `limits` freed (a limited job left running): claim now if the last claim passed jobs over under one of them. */
+  /**
+   * A slot of each of `limits` freed (a limited job left running): claim now if the last claim
+   * passed jobs over under one of them. `*` stands for any limit (a job whose limits' names did
+   * not fit in a notification).
+   */
   limitFreed(limits: ReadonlySet<string>): void {
     // A claim in flight may have counted the slot before it freed: it must look again too.
-    if ((this.wasLimited || this.claiming) && this.o.limits?.names.some((n) => limits.has(n))) this.wake();
+    if ((this.wasLimited || this.claiming) && this.o.limits && (limits.has('*') || this.o.limits.names.some((n) => limits.has(n)))) this.wake();
   }
 
   /**

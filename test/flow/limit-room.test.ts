@@ -7,7 +7,8 @@ import { waitFor } from '../support/wait.js';
 
 // claim_limited's two modes (migration 0011), driven with sessions whose transactions stay open:
 // exclusive claims of a limit run one at a time; room-mode claims (limits far from hit) run
-// beside each other, at most 4 at once, and only when the count proves room for all of them.
+// beside each other, at most 4 at once, each at most a room batch (max / 8), and only when the
+// count proves room for 4 of them.
 
 const t = useTestDatabase('lroom');
 t.migrateBeforeAll();
@@ -62,21 +63,27 @@ async function waitsForLock(c: pg.Client): Promise<boolean> {
 }
 
 describe('the limited claim in room mode', () => {
-  it('claims when the count proves room for four batches, and otherwise claims nothing and says to claim exclusively', async () => {
-    await setup(20, 40);
-    // 0 running + 4 × 10 <= 40: room.
-    const a = await claim(t.sql, 10, true);
-    expect(a.filter((r) => r.id !== null)).toHaveLength(10);
-    expect(a.some((r) => r.id === null)).toBe(false); // the mode holds: nothing to say
-    // 10 running + 4 × 10 > 40: not proven; nothing claimed, and the claim says so.
+  it('claims when the count proves room for four room batches, and otherwise claims nothing and says to claim exclusively', async () => {
+    // A limit of 80: a room batch is at most 80 / 8 = 10, and room holds while running + 4 × 10 <= 80.
+    await setup(70, 80);
+    // A batch above the room batch is not in room mode, even with nothing running.
+    expect(await claim(t.sql, 11, true)).toEqual([{ id: null, limited: 0, room: false }]);
+    expect(await running()).toBe(0);
+    // 0, 10, 20, 30, 40 running + 4 × 10 <= 80: room.
+    for (let i = 0; i < 5; i++) {
+      const a = await claim(t.sql, 10, true);
+      expect(a.filter((r) => r.id !== null)).toHaveLength(10);
+      expect(a.some((r) => r.id === null)).toBe(false); // the mode holds: nothing to say
+    }
+    // 50 running + 4 × 10 > 80: not proven; nothing claimed, and the claim says so.
     expect(await claim(t.sql, 10, true)).toEqual([{ id: null, limited: 0, room: false }]);
-    expect(await running()).toBe(10);
-    // Exclusively it claims (10 + 10 <= 40), and says the next one may not be in room mode.
+    expect(await running()).toBe(50);
+    // Exclusively it claims (50 + 10 <= 80), and says the next one may not be in room mode.
     const b = await claim(t.sql, 10, false);
     expect(b.filter((r) => r.id !== null)).toHaveLength(10);
     expect(b.find((r) => r.id === null)).toBeUndefined(); // exclusive stays exclusive: nothing to say
     // With room again, an exclusive claim says the next may be in room mode.
-    await setup(5, 40);
+    await setup(5, 80);
     expect((await claim(t.sql, 2, false)).find((r) => r.id === null)).toEqual({ id: null, limited: 0, room: true });
   });
 

@@ -50,11 +50,17 @@ CREATE INDEX limit_windows_full ON limit_windows (name, full_until) WHERE full_u
 -- transaction are sent once. Row triggers whose WHEN is false queue nothing: every other job pays
 -- only the test (an earlier version notified for every limited job, and the notifies and their
 -- wake-ups cost a limited drain a sixth of its throughput, bench/NOTES.md section 13).
+-- A payload longer than pg_notify allows (8,000 bytes: a kind may declare any number of limits of
+-- names up to 100 characters) would fail the job's leaving `running`, for ever: it names no limit
+-- then, `<queue> freed *`, and every claimer passing jobs over under any limit looks again.
 CREATE FUNCTION jobs_limit_freed() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+  msg text := OLD.queue || ' freed ' ||
+    array_to_string(ARRAY(SELECT DISTINCT split_part(k, '#', 1) FROM unnest(OLD.limit_keys) k ORDER BY 1), ',');
 BEGIN
-  PERFORM pg_notify(TG_TABLE_SCHEMA || ':jobs', OLD.queue || ' freed ' ||
-    array_to_string(ARRAY(SELECT DISTINCT split_part(k, '#', 1) FROM unnest(OLD.limit_keys) k ORDER BY 1), ','));
+  IF octet_length(msg) > 7900 THEN msg := OLD.queue || ' freed *'; END IF;
+  PERFORM pg_notify(TG_TABLE_SCHEMA || ':jobs', msg);
   RETURN NULL;
 END
 $$;
@@ -87,11 +93,15 @@ $$;
 -- queue behind one another's (the exclusive lock is held through each claim's commit, and two
 -- processes claiming one limited queue drained 1.3× slower than unlimited, bench/NOTES.md
 -- section 13): the claim takes L's lock shared plus one of 4 slot locks of L, so at most 4
--- room-mode claims of L run at once and none beside an exclusive one. It claims only when the
--- bounded count proves room for 4 whole batches (running + 4 × p_limit <= the smallest limit):
--- then whatever the others beside it take, no limit can be passed. Proof: take the claim that
--- got its locks last before any moment; the running jobs then are at most those it counted, plus
--- the batches of the claims in flight when it counted (at most 3 others: slots), plus its own.
+-- room-mode claims of L run at once and none beside an exclusive one. A room-mode claim of L
+-- takes at most L's room batch, max / 8 (p_limit above that: not in room mode), and claims only
+-- when the bounded count proves room for 4 of them under each of its limits (running + 4 × (max /
+-- 8) <= max, running at most about half of it): then whatever the others beside it take, no limit
+-- can be passed. Proof: take the claim that got its locks last before any moment; the running
+-- jobs then are at most those it counted, plus the batches of the claims in flight when it
+-- counted (at most 3 others: slots), plus its own, each at most L's room batch. The bound must
+-- be L's, not the claim's own batch: batches differ (a worker asks for its free slots), and a
+-- claim of 1 beside three uncommitted claims of 10 under a limit of 40 counted 10 and made 41.
 -- Otherwise it claims nothing and says `room` false: the worker claims again at once,
 -- exclusively. An exclusive claim says `room` true when the next may be in room mode. Locks are
 -- taken in name order, each name's shared lock before its slot: every wait is for a lock later
@@ -151,6 +161,8 @@ DECLARE
   v_wake float8;
   cnt integer;
   least_max integer;       -- the smallest concurrency limit of this claim
+  room_cap integer;        -- the smallest room batch (max / (2 × slots)) of its concurrency limits
+  room_free integer;       -- the most running jobs with room for `slots` room batches under each of them
   counted_room boolean := false; -- the bounded count proved that no concurrency key can fill in this claim
   first_at timestamptz;
   waited text[];           -- full concurrency keys whose running jobs this claim waits for
@@ -161,16 +173,18 @@ BEGIN
   IF EXISTS (SELECT 1 FROM queues q WHERE q.name = p_queue AND q.paused) THEN RETURN; END IF;
   IF p_room THEN
     -- Room mode: each limit's lock shared, and one of its `slots` slot locks (the first free one
-    -- from a place of this backend's, else wait for that place's).
+    -- from a place of this backend's, else wait for that place's). A slot's lock is keyed
+    -- `<name>#<slot>`: names hold ':' and digits but never '#', so slot 0 of a limit named `x`
+    -- is not the lock of one named `x:0` (with ':', their claims waited for each other's).
     FOR nm IN SELECT DISTINCT n FROM unnest(p_names) n ORDER BY n LOOP
       PERFORM pg_advisory_xact_lock_shared(hashtextextended(current_schema() || ':limit:' || nm, 0));
       got := false;
       FOR i IN 0 .. slots - 1 LOOP
-        got := pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || nm || ':' || ((pg_backend_pid() + i) % slots), 0));
+        got := pg_try_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || nm || '#' || ((pg_backend_pid() + i) % slots), 0));
         EXIT WHEN got;
       END LOOP;
       IF NOT got THEN
-        PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || nm || ':' || (pg_backend_pid() % slots), 0));
+        PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':limit:' || nm || '#' || (pg_backend_pid() % slots), 0));
       END IF;
     END LOOP;
   ELSE
@@ -182,8 +196,10 @@ BEGIN
   t := clock_timestamp();
 
   SELECT coalesce(jsonb_object_agg(l.name, l.max), '{}'), coalesce(jsonb_object_agg(l.name, l.per_ms) FILTER (WHERE l.type = 'rate'), '{}'),
-         min(l.max) FILTER (WHERE l.type = 'concurrency')
-  INTO maxes, pers, least_max FROM limits l WHERE l.name = ANY (p_names);
+         min(l.max) FILTER (WHERE l.type = 'concurrency'),
+         min(l.max / (2 * slots)) FILTER (WHERE l.type = 'concurrency'),
+         min(l.max - slots * (l.max / (2 * slots))) FILTER (WHERE l.type = 'concurrency')
+  INTO maxes, pers, least_max, room_cap, room_free FROM limits l WHERE l.name = ANY (p_names);
   IF maxes = '{}' THEN p_names := '{}'; END IF;
 
   -- Concurrency slots in use: running jobs (every running job holds a lease: jobs_lease).
@@ -196,8 +212,10 @@ BEGIN
     SELECT count(*)::integer INTO cnt FROM (
       SELECT 1 FROM jobs j WHERE j.lease_expires_at IS NOT NULL AND j.state = 'running' AND j.limit_keys IS NOT NULL
       LIMIT greatest(least_max - p_limit + 1, 0)) x;
-    -- Room for this batch and every other room-mode claimer's at once: room mode holds.
-    room_next := pers = '{}' AND cnt + slots * p_limit <= least_max;
+    -- Room for this batch and every other room-mode claimer's at once (each at most a room
+    -- batch of each limit it shares with this claim): room mode holds. (room_free is below the
+    -- count's bound whenever p_limit <= room_cap.)
+    room_next := pers = '{}' AND p_limit <= room_cap AND cnt <= room_free;
     IF p_room AND NOT room_next THEN
       -- Not proven for room mode: claim nothing; the worker claims again at once, exclusively.
       RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer, NULL::boolean,
