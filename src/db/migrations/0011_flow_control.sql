@@ -411,8 +411,12 @@ BEGIN
     WHERE maxes ? split_part(u.key, '#', 1) AND NOT pers ? split_part(u.key, '#', 1)
       AND u.value::integer >= (maxes ->> split_part(u.key, '#', 1))::integer;
     IF cardinality(waited) > 0 THEN
+      -- Locked in id order, as a batched completion locks its rows (id = ANY: sorted keys), so
+      -- the two never deadlock over a batch of running jobs.
       UPDATE jobs j SET limit_waited = true
-      WHERE j.lease_expires_at IS NOT NULL AND j.state = 'running' AND j.limit_keys && waited AND j.limit_waited IS NOT TRUE;
+      WHERE j.id IN (SELECT w.id FROM jobs w
+                     WHERE w.lease_expires_at IS NOT NULL AND w.state = 'running' AND w.limit_keys && waited AND w.limit_waited IS NOT TRUE
+                     ORDER BY w.id FOR UPDATE);
       IF EXISTS (
         SELECT 1 FROM unnest(waited) w(k)
         LEFT JOIN (SELECT e.k, count(*)::integer AS n FROM jobs j, unnest(j.limit_keys) e(k)
