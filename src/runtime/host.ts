@@ -311,7 +311,7 @@ export class Host extends BaseService {
         onNotify: (channel, payload) => {
           if (channel === jobs) {
             // `queue` (work is due), `queue <ms>` (the earliest new job is due in ms) or
-            // `queue freed <limit>,…` (a limited job of the queue left running: job_limit_freed).
+            // `queue freed <limit>,…` (a job a claim waited for left running: jobs_limit_freed).
             const space = payload.indexOf(' ');
             const queue = space < 0 ? payload : payload.slice(0, space);
             const rest = space < 0 ? '' : payload.slice(space + 1);

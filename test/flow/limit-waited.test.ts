@@ -1,8 +1,9 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { listenTo } from '../support/listen.js';
 import { waitFor } from '../support/wait.js';
 
 // Which jobs notify when they leave `running` (0011's limit_waited and jobs_limit_freed), at the
@@ -43,11 +44,8 @@ describe('which jobs wake the claimers when they leave running', () => {
     const [first, second] = await setup(2);
     expect((await claim(t.sql)).map((r) => r.id)).toEqual([first]);
     expect(await waited(first!)).toBeNull(); // nothing waits for it yet
-    const listener = new pg.Client({ connectionString: t.url });
-    await listener.connect();
-    const heard: string[] = [];
-    listener.on('notification', (m) => heard.push(m.payload ?? ''));
-    await listener.query(`LISTEN "${t.schema}:jobs"`);
+    const listener = await listenTo(t.url, `${t.schema}:jobs`);
+    const heard = listener.heard;
     try {
       // The second is passed over: the first now carries the flag, and the claim reports it.
       expect(await claim(t.sql)).toEqual([{ id: null, limited: 1, wake_in_ms: null }]);

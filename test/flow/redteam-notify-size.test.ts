@@ -1,8 +1,8 @@
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
+import { listenTo } from '../support/listen.js';
 import { waitFor } from '../support/wait.js';
 
 // The jobs_limit_freed trigger (migration 0011) names every limit of a waited job in its
@@ -21,11 +21,8 @@ describe('the freed notification of a job with many limits', () => {
     const { id } = await t.client({ jobs: [job] }).enqueue(job, { n: 1 });
     // Running and waited for, as a claim that passed jobs over for its limits leaves it.
     await t.sql.query(`UPDATE ${s}.jobs SET state = 'running', lease_owner = 'test', lease_token = 1, lease_expires_at = now() + interval '1 minute', attempt = 1, limit_waited = true WHERE id = $1`, [id]);
-    const listener = new pg.Client({ connectionString: t.url });
-    await listener.connect();
-    const heard: string[] = [];
-    listener.on('notification', (m) => heard.push(m.payload ?? ''));
-    await listener.query(`LISTEN "${t.schema}:jobs"`);
+    const listener = await listenTo(t.url, `${t.schema}:jobs`);
+    const heard = listener.heard;
     try {
       await t.sql.query(`UPDATE ${s}.jobs SET state = 'available', lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL WHERE id = $1`, [id]);
       expect((await t.sql.query(`SELECT state FROM ${s}.jobs WHERE id = $1`, [id])).rows[0].state).toBe('available');
