@@ -16,6 +16,8 @@ export interface BenchResults {
   systems: { id: SystemId; label: string; settings: Record<string, Record<string, string>> }[];
   /** metric key → system → value of each run. */
   figures: Record<string, Partial<Record<SystemId, number[]>>>;
+  /** Drain key → system → jobs/s by run number (index 0: run 1; null: that run failed), for pairing runs that ran back to back. */
+  drainRuns?: Record<string, Partial<Record<SystemId, (number | null)[]>>>;
   ceiling: { method: CeilingMethod | null; values: Partial<Record<CeilingFigure['key'], number[]>> };
   /** Redis Streams against the raw ceiling and BullMQ (`--only streams`). */
   streams?: StreamResults;
@@ -25,7 +27,7 @@ export interface BenchResults {
 interface Metric {
   key: string;
   label: string;
-  unit: 'jobs/s' | 'ms' | 'MB';
+  unit: 'jobs/s' | 'ms' | 'MB' | 'µs';
   better: 'higher' | 'lower';
   ceiling?: CeilingFigure['key'];
   /** The target for nightshift, and how to check it from the medians. */
@@ -57,6 +59,7 @@ export const METRICS: Metric[] = [
   { key: 'drain-1x10', label: 'Drain, 1 process × concurrency 10', unit: 'jobs/s', better: 'higher', ceiling: 'claim-delete', target: { text: '≥ 1.5× graphile-worker', met: times('graphile-worker', 1.5) } },
   { key: 'drain-1x50', label: 'Drain, 1 process × concurrency 50', unit: 'jobs/s', better: 'higher', ceiling: 'claim-delete', target: { text: '≥ 1.5× graphile-worker', met: times('graphile-worker', 1.5) } },
   { key: 'drain-2x10', label: 'Drain, 2 processes × concurrency 10', unit: 'jobs/s', better: 'higher', ceiling: 'claim-delete', target: { text: '≥ 1.5× graphile-worker', met: times('graphile-worker', 1.5) } },
+  ...(['1x10', '1x50', '2x10'] as const).map((shape): Metric => ({ key: `cpu-${shape}`, label: `Drain CPU per job, ${shape.replace('x', ' × ')} (workers + database)`, unit: 'µs', better: 'lower' })),
   { key: 'latency-p50', label: 'Latency enqueue → start, p50', unit: 'ms', better: 'lower', target: { text: '< 3 ms', met: (ns) => ns < 3 } },
   { key: 'latency-p95', label: 'Latency enqueue → start, p95', unit: 'ms', better: 'lower' },
   {
@@ -92,6 +95,34 @@ function ratio(a: number | undefined, b: number | undefined): string {
   return `${(a / b).toFixed(2)}×`;
 }
 
+/**
+ * The limits' cost, paired: each run of nightshift with its limited twin, which ran right after
+ * it on the same server. On a machine whose speed drifts between runs (a shared VM), the ratio of
+ * each pair moves less than the ratio of the two medians.
+ */
+function renderLimitsCost(r: BenchResults): string[] {
+  const shapes = Object.entries(r.drainRuns ?? {}).filter(([, by]) => by.nightshift && by['nightshift-limited']);
+  if (shapes.length === 0) return [];
+  const out = [
+    '## The limits’ cost, run by run',
+    '',
+    'Drain jobs/s of nightshift ÷ nightshift with limits on (not hit), each run with the limited run right after it. Target: ≤ 1.10× (the limits cost at most 10 % of drain throughput).',
+    '',
+    '| Drain | ratio of each pair | median | Met |',
+    '| --- | --- | ---: | ---: |',
+  ];
+  for (const [key, by] of shapes) {
+    const a = by.nightshift!;
+    const b = by['nightshift-limited']!;
+    const pairs = a.flatMap((x, i) => (x !== null && typeof b[i] === 'number' ? [x / b[i]!] : []));
+    const m = summarise(pairs);
+    const label = METRICS.find((x) => x.key === key)?.label ?? key;
+    out.push(`| ${label} | ${pairs.map((p) => `${p.toFixed(2)}×`).join(', ')} | ${m ? `${m.median.toFixed(2)}×` : '–'} | ${m ? (m.median <= 1.1 ? 'yes' : 'no') : ''} |`);
+  }
+  out.push('');
+  return out;
+}
+
 /** Renders the results as Markdown: the table, the ceiling, the settings and the conditions. */
 export function renderMarkdown(r: BenchResults): string {
   const label = (id: SystemId) => r.systems.find((s) => s.id === id)?.label ?? id;
@@ -125,6 +156,7 @@ export function renderMarkdown(r: BenchResults): string {
     out.push(`| ${row.join(' | ')} |`);
   }
   out.push('');
+  out.push(...renderLimitsCost(r));
   out.push('## Raw-SQL ceiling of this PostgreSQL', '');
   if (r.ceiling.method) {
     out.push(
@@ -144,7 +176,7 @@ export function renderMarkdown(r: BenchResults): string {
   out.push(
     `- Bulk enqueue: ${s.bulk.toLocaleString('en-US')} no-op jobs in one call of each system's batch API, from a separate process.`,
     `- Single enqueue: ${s.single.toLocaleString('en-US')} jobs from ${s.producers} concurrent producers in one process, each job its own enqueue call, resolved when committed.`,
-    `- Drain: ${s.drain.toLocaleString('en-US')} pre-enqueued no-op jobs (then VACUUM ANALYZE and CHECKPOINT); timed from the first handler start to the moment the database holds no unfinished job, so batched completions must have committed. Worker processes are real child processes.`,
+    `- Drain: ${s.drain.toLocaleString('en-US')} pre-enqueued no-op jobs (then VACUUM ANALYZE and CHECKPOINT); timed from the first handler start to the moment the database holds no unfinished job, so batched completions must have committed. Worker processes are real child processes. Drain CPU per job: user + system time of the worker processes from their first handler start, plus that of every postgres process on the machine over the drain (the embedded server: run the bench alone), divided by the jobs: what a job costs the machine, which other processes' load moves less than jobs/s (a VM whose host slows it moves both).`,
     `- Latency: ${s.latencyPerSecond} jobs/s for ${s.latencySeconds} s into a running worker (concurrency 10) idle for 1.5 s before; from just before the enqueue call to handler start, across processes on one clock.`,
     '- Peak RSS: the kernel high-water mark (VmHWM) of the worker process in the concurrency-50 drain. Children run as bundled JavaScript on plain node, without a TypeScript loader.',
     '- Every system gets a fresh database cloned from its migrated template for each run.',

@@ -194,7 +194,7 @@ async function main(): Promise<void> {
   }
 
   // Runs interleave the systems, so a change in the machine's background load hits all of them alike.
-  const each = async (key: string, maxMs: number, fn: (s: SystemAdapter, url: string) => Promise<void>) => {
+  const each = async (key: string, maxMs: number, fn: (s: SystemAdapter, url: string, run: number) => Promise<void>) => {
     for (let r = 1; r <= sizes.runs; r++) {
       for (const s of systems) {
         const db = `run_${s.id.replace(/-/g, '_')}_${key.replace(/-/g, '_')}_${r}`;
@@ -207,7 +207,7 @@ async function main(): Promise<void> {
               await server!.admin.query('SELECT pg_stat_statements_reset()');
             }
             try {
-              await fn(s, url);
+              await fn(s, url, r);
               if (profileDir) await dumpStatements(server!.admin, db, join(profileDir, `${db}.statements.txt`));
             } finally {
               await server!.dropDatabase(db);
@@ -237,12 +237,18 @@ async function main(): Promise<void> {
   }
   if (only.has('drain')) {
     for (const [key, shape] of Object.entries(DRAINS)) {
-      await each(key, 300_000, async (s, url) => {
+      await each(key, 300_000, async (s, url, run) => {
         const d = await drain(ctx, s, url, shape);
         record(key, s.id, d.jobsPerSecond);
+        const runs = ((results.drainRuns ??= {})[key] ??= {});
+        const mine = (runs[s.id] ??= []);
+        while (mine.length < run - 1) mine.push(null);
+        mine[run - 1] = d.jobsPerSecond;
         record(`rss-${key.replace('drain-', '')}`, s.id, Math.max(...d.peakRss) / 2 ** 20);
+        record(`cpu-${key.replace('drain-', '')}`, s.id, d.cpuPerJob.workers + d.cpuPerJob.database);
         log(
-          `${s.id} ${key}: ${Math.round(d.jobsPerSecond)} jobs/s, peak RSS ${d.peakRss.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')} (V8 heap ${d.peakHeap.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')})`,
+          `${s.id} ${key}: ${Math.round(d.jobsPerSecond)} jobs/s, peak RSS ${d.peakRss.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')} (V8 heap ${d.peakHeap.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}), ` +
+            `CPU ${d.cpuPerJob.workers.toFixed(1)} µs a job in the workers, ${d.cpuPerJob.database.toFixed(1)} in the database`,
         );
       });
     }

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { Child, withTimeout } from './children.js';
+import { databaseCpuUs } from './cpu.js';
 import { wallMs, type WorkerStats } from './protocol.js';
 import type { BenchServer } from './server.js';
 import { percentile } from './stats.js';
@@ -70,6 +71,11 @@ export interface DrainResult {
   peakRss: number[];
   /** Peak V8 heap (total) of each worker process, bytes. */
   peakHeap: number[];
+  /**
+   * CPU time per job, µs: the worker processes' (from their first handler start) and the
+   * database's (every postgres process, from the workers' start; NaN when not local).
+   */
+  cpuPerJob: { workers: number; database: number };
 }
 
 /**
@@ -90,6 +96,7 @@ export async function drain(ctx: ScenarioContext, system: SystemAdapter, url: st
   const db = new pg.Client({ connectionString: url });
   await db.connect();
   const workers: Child[] = [];
+  const db0 = databaseCpuUs();
   try {
     const starting = Array.from({ length: shape.processes }, () => Child.start(ctx.script, { type: 'init', system: system.id, url, role: 'worker', concurrency: shape.concurrency }, START_MS, ctx.execArgv));
     for (const s of await Promise.allSettled(starting)) {
@@ -107,12 +114,19 @@ export async function drain(ctx: ScenarioContext, system: SystemAdapter, url: st
       if (Date.now() > deadline) throw new Error(`drain of ${n} jobs not finished in time`);
       await new Promise((r) => setTimeout(r, 20));
     }
+    const dbUs = databaseCpuUs() - db0;
     const stats = await Promise.all(workers.map((w) => w.stop<WorkerStats>(20_000)));
     const firsts = stats.map((s) => s?.firstAt).filter((x): x is number => typeof x === 'number');
     const handled = stats.reduce((a, s) => a + (s?.handled ?? 0), 0);
     if (handled < n) throw new Error(`workers report ${handled} jobs handled of ${n}`);
     const start = Math.min(...firsts);
-    return { jobsPerSecond: n / ((end - start) / 1000), peakRss: stats.map((s) => s?.peakRss ?? NaN), peakHeap: stats.map((s) => s?.peakHeapTotal ?? NaN) };
+    const workersUs = stats.reduce((a, s) => a + (s?.cpuUsSinceFirst ?? NaN), 0);
+    return {
+      jobsPerSecond: n / ((end - start) / 1000),
+      peakRss: stats.map((s) => s?.peakRss ?? NaN),
+      peakHeap: stats.map((s) => s?.peakHeapTotal ?? NaN),
+      cpuPerJob: { workers: workersUs / n, database: dbUs / n },
+    };
   } finally {
     for (const w of workers) w.kill();
     await db.end();

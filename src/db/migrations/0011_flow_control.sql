@@ -135,7 +135,7 @@ CREATE FUNCTION claim_limited(
   p_room boolean DEFAULT false -- claim in room mode (above): the last claim said the limits are far from hit
 ) RETURNS TABLE (id text, kind text, queue text, state text, payload jsonb, attempt integer, max_attempts integer,
                  at_most_once boolean, lease_token text, trace_context jsonb, waited_ms float8, priority integer,
-                 expires_in_ms float8, wake_in_ms float8, limited integer, room boolean)
+                 expires_in_ms float8, wake_in_ms float8, limited integer, room boolean, unstarted integer)
 -- Generic plans for its statements: with `auto`, PostgreSQL kept planning some of them anew on
 -- every call (a custom plan per call cost about a fifth of the claim, bench/NOTES.md section 13);
 -- their generic plans are the index scans the custom ones are.
@@ -169,6 +169,8 @@ DECLARE
   room_next boolean;       -- the next claim may be in room mode
   got boolean;
   slots constant integer := 4; -- room-mode claimers of one limit at once
+  starting bigint[];       -- the jobs whose start the claim records (the first p_start_now taken)
+  rewrite boolean;         -- some taken job's stored keys change (effs)
 BEGIN
   IF EXISTS (SELECT 1 FROM queues q WHERE q.name = p_queue AND q.paused) THEN RETURN; END IF;
   IF p_room THEN
@@ -219,7 +221,7 @@ BEGIN
     IF p_room AND NOT room_next THEN
       -- Not proven for room mode: claim nothing; the worker claims again at once, exclusively.
       RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer, NULL::boolean,
-        NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, NULL::float8, 0, false;
+        NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, NULL::float8, 0, false, NULL::integer;
       RETURN;
     END IF;
     counted_room := cnt + p_limit <= least_max;
@@ -370,6 +372,8 @@ BEGIN
     END LOOP;
   END IF;
 
+  starting := taken[1:p_start_now];
+  rewrite := effs <> '{}';
   RETURN QUERY
   UPDATE jobs j SET
     state = 'running',
@@ -377,16 +381,20 @@ BEGIN
     lease_token = nextval('lease_token_seq'),
     lease_owner = p_owner,
     lease_expires_at = now() + p_lease_ms * interval '1 millisecond',
-    started_at = CASE WHEN j.at_most_once THEN NULL WHEN j.id = ANY (taken[1:p_start_now]) THEN t END,
+    started_at = CASE WHEN j.at_most_once THEN NULL WHEN j.id = ANY (starting) THEN t END,
     -- The keys it holds while it runs, when they are not the stored ones (a job without keys, a
-    -- queue's limits): what the slot counts and the operator's views read.
-    limit_keys = CASE WHEN effs ? j.id::text THEN nullif(ARRAY(SELECT jsonb_array_elements_text(effs -> j.id::text)), '{}') ELSE j.limit_keys END,
+    -- queue's limits): what the slot counts and the operator's views read. (Each row's expressions
+    -- are per claimed job: `rewrite` spares the common case the id's text and the map lookup.)
+    limit_keys = CASE WHEN rewrite AND effs ? j.id::text THEN nullif(ARRAY(SELECT jsonb_array_elements_text(effs -> j.id::text)), '{}') ELSE j.limit_keys END,
     -- Claimed beside jobs passed over: its leaving `running` may be what they wait for.
     limit_waited = CASE WHEN v_limited > 0 THEN true END
   WHERE j.id = ANY (taken) AND j.state = 'available'
   RETURNING j.id::text, j.kind, j.queue, j.state::text, j.payload, j.attempt, j.max_attempts, j.at_most_once,
             j.lease_token::text, j.trace_context, (extract(epoch FROM now() - j.run_at) * 1000)::float8, j.priority::integer,
-            (extract(epoch FROM j.expires_at - now()) * 1000)::float8, NULL::float8, NULL::integer, NULL::boolean;
+            (extract(epoch FROM j.expires_at - now()) * 1000)::float8, NULL::float8, NULL::integer, NULL::boolean,
+            -- Rescues of it that found no start (the worker's start_first, SUSPECT in src/db/jobs-run.ts):
+            -- errors the claim does not change, read from the row.
+            CASE WHEN j.errors IS NULL THEN 0 ELSE (SELECT count(*)::integer FROM jsonb_array_elements(j.errors) e WHERE e @> '{"unstarted": true}') END;
 
   IF cardinality(expired) > 0 THEN
     RETURN QUERY
@@ -395,7 +403,7 @@ BEGIN
     WHERE j.id = ANY (expired) AND j.state = 'available'
     RETURNING j.id::text, j.kind, j.queue, j.state::text, j.payload, j.attempt, j.max_attempts, j.at_most_once,
               j.lease_token::text, j.trace_context, (extract(epoch FROM now() - j.run_at) * 1000)::float8, j.priority::integer,
-              (extract(epoch FROM j.expires_at - now()) * 1000)::float8, NULL::float8, NULL::integer, NULL::boolean;
+              (extract(epoch FROM j.expires_at - now()) * 1000)::float8, NULL::float8, NULL::integer, NULL::boolean, 0;
   END IF;
   END IF; -- (the queue's own limit full: nothing was taken)
 
@@ -431,7 +439,7 @@ BEGIN
   IF v_limited > 0 OR v_wake IS NOT NULL OR coalesce(room_next, false) <> p_room THEN
     RETURN QUERY SELECT NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::integer, NULL::integer, NULL::boolean,
       NULL::text, NULL::jsonb, NULL::float8, NULL::integer, NULL::float8, (CASE WHEN v_wake IS NOT NULL THEN greatest(v_wake, 1) END)::float8, v_limited,
-      coalesce(room_next, false);
+      coalesce(room_next, false), NULL::integer;
   END IF;
 END
 $$;
