@@ -191,6 +191,24 @@ describe('defineJob', () => {
   });
 });
 
+describe('defineJob: fleet-wide limits', () => {
+  const base = { kind: 'limited', payload: z.unknown(), run: async () => undefined };
+  it.each([
+    ['a limit given as a string', { concurrency: { limit: '5' } }, 'concurrency.limit', 'got "5"'],
+    ['a limit of 0', { concurrency: { limit: 0 } }, 'concurrency.limit', 'got 0'],
+    ['a fractional limit, second of two', { concurrency: [{ limit: 2 }, { limit: 1.5 }] }, 'concurrency.1.limit', 'got 1.5'],
+    ['a rate limit without its window', { rateLimit: { limit: 5 } }, 'rateLimit.per', 'got undefined'],
+    ['a window given as a duration string', { rateLimit: { limit: 5, per: '1s' } }, 'rateLimit.per', 'got "1s"'],
+    ['a key that is not a function', { concurrency: { limit: 2, key: 'account' } }, 'concurrency.key', '(payload) => string'],
+    ['a misspelt limit option', { concurrency: { limt: 2 } }, 'concurrency.limt', 'did you mean "limit"'],
+    ['a limit name with a space', { rateLimit: { limit: 5, per: 1_000, name: 'two words' } }, 'rateLimit.name', 'is not allowed'],
+  ])('%s: NS_CONFIG_INVALID naming the field and what it got', async (_what, patch, field, says) => {
+    const err = await failure(() => defineJob({ ...base, ...patch } as never));
+    expect(err.code).toBe('NS_CONFIG_INVALID');
+    expect(err.issues).toContainEqual(expect.objectContaining({ path: field, message: expect.stringContaining(says) }));
+  });
+});
+
 describe('createNightshift', () => {
   const url = () => t.url;
   it.each([
