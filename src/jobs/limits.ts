@@ -86,7 +86,8 @@ export function resolveLimits(owner: string, o: { concurrency?: unknown; rateLim
             ),
           );
       if (!isInt(s.limit, 1, MAX_LIMIT)) issues.push({ path: `${path}.limit`, message: `must be an integer from 1 to ${MAX_LIMIT}, got ${JSON.stringify(s.limit) ?? String(s.limit)}` });
-      if (type === 'rate' && !isInt(s.per, 1, MAX_PER_MS)) issues.push({ path: `${path}.per`, message: `must be a window in ms, an integer from 1 to ${MAX_PER_MS}, got ${JSON.stringify(s.per) ?? String(s.per)}` });
+      if (type === 'rate' && !isInt(s.per, 1, MAX_PER_MS))
+        issues.push({ path: `${path}.per`, message: `must be a window in ms, an integer from 1 to ${MAX_PER_MS}, got ${JSON.stringify(s.per) ?? String(s.per)}` });
       if (s.key !== undefined && typeof s.key !== 'function') issues.push({ path: `${path}.key`, message: 'must be a function (payload) => string' });
       if (s.key !== undefined && !keys) issues.push({ path: `${path}.key`, message: "a queue's limit holds for the whole queue; put a limit per key on the job kind" });
       if (s.name !== undefined) {
