@@ -91,11 +91,18 @@ describe('a handler that kills its process at once', () => {
   });
 });
 
-describe('a handler that kills its process at once, in a worker that starts several jobs at once', () => {
+// The same with the kinds under a fleet-wide concurrency limit (not hit) in the worker: the limited
+// claim asks for the start first as the plain claim does (it counts the unstarted rescues in its
+// own statement), and stamps the keys of jobs enqueued without them (this test's client does not
+// know the limit).
+describe.each([
+  ['', undefined],
+  [', its kinds under a fleet-wide limit', '10'],
+])('a handler that kills its process at once, in a worker that starts several jobs at once%s', (_what, limit) => {
   it('never charges the jobs started in the same turn beside it: once they are suspected too, their starts are recorded one at a time', { timeout: 300_000 }, async () => {
     await t.sql.query(`CREATE TABLE IF NOT EXISTS ${q()}.effects (job_id bigint, attempt int, pid int, token bigint, at timestamptz DEFAULT clock_timestamp())`);
     const ns = t.client({ jobs: [effect, pill], maintenance: false });
-    const env = { DATABASE_URL: t.url, NS_SCHEMA: t.schema, NS_LEASE_MS: '1500', NS_HEARTBEAT_MS: '400', NS_CONCURRENCY: '4' };
+    const env = { DATABASE_URL: t.url, NS_SCHEMA: t.schema, NS_LEASE_MS: '1500', NS_HEARTBEAT_MS: '400', NS_CONCURRENCY: '4', ...(limit ? { NS_LIMIT: limit } : {}) };
     const { id: pillId } = await ns.enqueue(pill, {}, { maxAttempts: 3, priority: -5 });
     // Claimed with the pill every time (the pill first: a lower priority number), started at once.
     const beside = (
