@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { UNSTARTED_RESCUES } from '../../src/db/jobs-maintenance.js';
-import { defineJob } from '../../src/index.js';
+import { defineJob, type Nightshift } from '../../src/index.js';
 import { useTestDatabase } from '../support/db.js';
 import { startScript, type Proc } from '../support/processes.js';
 import { waitFor } from '../support/wait.js';
@@ -27,9 +27,38 @@ async function stateOf(ids: string[]) {
   return r.rows as { id: string; state: string; attempt: number; lost: number; ran: boolean }[];
 }
 
+async function effectsTable() {
+  await t.sql.query(`CREATE TABLE IF NOT EXISTS ${q()}.effects (job_id bigint, attempt int, pid int, token bigint, at timestamptz DEFAULT clock_timestamp())`);
+}
+
+/**
+ * Starts pill workers one after the other (each killed by the pill, its leases rescued) while the
+ * pill is still available, at most 12 times; `beforeEach` runs before each worker starts.
+ */
+async function crashRounds(ns: Nightshift, env: Record<string, string>, pillId: string, procs: Proc[], beforeEach?: () => Promise<unknown>) {
+  for (let round = 1; round <= 12; round++) {
+    if ((await stateOf([pillId]))[0]!.state !== 'available') break;
+    await beforeEach?.();
+    const proc = startScript('test/fixtures/pill-worker.ts', env);
+    procs.push(proc);
+    let exit: Awaited<Proc['exited']> | undefined;
+    void proc.exited.then((e) => (exit = e));
+    await waitFor('the pill to kill the worker', () => exit, { timeoutMs: 120_000 });
+    expect(exit!.signal).toBe('SIGKILL');
+    await waitFor(
+      'the killed worker’s leases to be rescued',
+      async () => {
+        await ns.runMaintenance();
+        return (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE state = 'running'`)).rows[0].n === 0;
+      },
+      { timeoutMs: 30_000 },
+    );
+  }
+}
+
 describe('a handler that kills its process at once', () => {
   it('ends after its attempts, and never discards a job that waited unstarted beside it, however many crashes it caused', { timeout: 300_000 }, async () => {
-    await t.sql.query(`CREATE TABLE ${q()}.effects (job_id bigint, attempt int, pid int, token bigint, at timestamptz DEFAULT clock_timestamp())`);
+    await effectsTable();
     const ns = t.client({ jobs: [effect, pill], maintenance: false });
     const env = { DATABASE_URL: t.url, NS_SCHEMA: t.schema, NS_LEASE_MS: '1500', NS_HEARTBEAT_MS: '400', NS_CONCURRENCY: '1' };
     const { id: pillId } = await ns.enqueue(pill, {}, { maxAttempts: 3 });
@@ -44,31 +73,15 @@ describe('a handler that kills its process at once', () => {
     ).map((j) => j.id);
     const procs: Proc[] = [];
     try {
-      for (let round = 1; round <= 12; round++) {
-        const [p] = await stateOf([pillId]);
-        if (p!.state !== 'available') break;
-        // Quick jobs first (lower priority number), so the worker claims ahead of its one slot by
-        // the time it reaches the pill: the jobs behind the pill are held, not started.
-        await ns.enqueueMany(
+      // Quick jobs first (lower priority number), so the worker claims ahead of its one slot by the
+      // time it reaches the pill: the jobs behind the pill are held, not started.
+      await crashRounds(ns, env, pillId, procs, () =>
+        ns.enqueueMany(
           effect,
           Array.from({ length: 300 }, (_, n) => ({ n })),
           { priority: -1 },
-        );
-        const proc = startScript('test/fixtures/pill-worker.ts', env);
-        procs.push(proc);
-        let exit: Awaited<Proc['exited']> | undefined;
-        void proc.exited.then((e) => (exit = e));
-        await waitFor('the pill to kill the worker', () => exit, { timeoutMs: 120_000 });
-        expect(exit!.signal).toBe('SIGKILL');
-        await waitFor(
-          'the killed worker’s leases to be rescued',
-          async () => {
-            await ns.runMaintenance();
-            return (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE state = 'running'`)).rows[0].n === 0;
-          },
-          { timeoutMs: 30_000 },
-        );
-      }
+        ),
+      );
       const [p] = await stateOf([pillId]);
       // The pill ended: its attempt given back a bounded number of times, then its attempts counted.
       expect(p).toMatchObject({ state: 'discarded', attempt: 3 });
@@ -100,7 +113,7 @@ describe.each([
   [', its kinds under a fleet-wide limit', '10'],
 ])('a handler that kills its process at once, in a worker that starts several jobs at once%s', (_what, limit) => {
   it('never charges the jobs started in the same turn beside it: once they are suspected too, their starts are recorded one at a time', { timeout: 300_000 }, async () => {
-    await t.sql.query(`CREATE TABLE IF NOT EXISTS ${q()}.effects (job_id bigint, attempt int, pid int, token bigint, at timestamptz DEFAULT clock_timestamp())`);
+    await effectsTable();
     const ns = t.client({ jobs: [effect, pill], maintenance: false });
     const env = { DATABASE_URL: t.url, NS_SCHEMA: t.schema, NS_LEASE_MS: '1500', NS_HEARTBEAT_MS: '400', NS_CONCURRENCY: '4', ...(limit ? { NS_LIMIT: limit } : {}) };
     const { id: pillId } = await ns.enqueue(pill, {}, { maxAttempts: 3, priority: -5 });
@@ -114,23 +127,7 @@ describe.each([
     ).map((j) => j.id);
     const procs: Proc[] = [];
     try {
-      for (let round = 1; round <= 12; round++) {
-        if ((await stateOf([pillId]))[0]!.state !== 'available') break;
-        const proc = startScript('test/fixtures/pill-worker.ts', env);
-        procs.push(proc);
-        let exit: Awaited<Proc['exited']> | undefined;
-        void proc.exited.then((e) => (exit = e));
-        await waitFor('the pill to kill the worker', () => exit, { timeoutMs: 120_000 });
-        expect(exit!.signal).toBe('SIGKILL');
-        await waitFor(
-          'the killed worker’s leases to be rescued',
-          async () => {
-            await ns.runMaintenance();
-            return (await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE state = 'running'`)).rows[0].n === 0;
-          },
-          { timeoutMs: 30_000 },
-        );
-      }
+      await crashRounds(ns, env, pillId, procs);
       expect((await stateOf([pillId]))[0]).toMatchObject({ state: 'discarded', attempt: 3 });
       const before = await stateOf(beside);
       // The scenario: each was taken back with the pill more often than the pill is given back unstarted.
@@ -148,7 +145,7 @@ describe.each([
 
 describe('an at-most-once handler that kills its process at once', () => {
   it('is abandoned at its first crash (its start was recorded before it ran), and the job held behind it runs', { timeout: 120_000 }, async () => {
-    await t.sql.query(`CREATE TABLE IF NOT EXISTS ${q()}.effects (job_id bigint, attempt int, pid int, token bigint, at timestamptz DEFAULT clock_timestamp())`);
+    await effectsTable();
     const amo = defineJob({ kind: 'pill', queue: 'pills', delivery: 'at-most-once', payload: z.object({}), run: () => undefined });
     const ns = t.client({ jobs: [effect, amo], maintenance: false });
     const env = { DATABASE_URL: t.url, NS_SCHEMA: t.schema, NS_LEASE_MS: '1500', NS_HEARTBEAT_MS: '400', NS_DELIVERY: 'at-most-once' };
