@@ -213,6 +213,10 @@ export class QueueFetcher extends BaseService {
     this.dueTimer = this.clock.setTimeout(
       () => {
         this.dueTimer = undefined;
+        // A timer may fire a little before the database's clock reaches the due time (Node times
+        // it from the event loop's cached now, which a long turn leaves behind): a claim that then
+        // finds nothing asks again when the next job is due, instead of leaving it to the poll.
+        this.probeDue = true;
         this.wake();
       },
       ms,

@@ -35,6 +35,11 @@ export class ManualClock implements Clock {
     return this.timers.size;
   }
 
+  /** The delays of the timers set and not yet fired or cleared, from now, shortest first. */
+  get pendingIn(): number[] {
+    return [...this.timers.values()].map((t) => t.at - this.now).sort((a, b) => a - b);
+  }
+
   /** Moves time on by `ms`, firing every timer due by then in order. */
   async advance(ms: number): Promise<void> {
     const end = this.now + ms;

@@ -1,9 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineJob } from '../../src/index.js';
+import type { Clock } from '../../src/lifecycle/clock.js';
 import { ActiveJobs, type ActiveJob } from '../../src/worker/active-jobs.js';
 import { QueueFetcher, type FetcherHost } from '../../src/worker/queue-fetcher.js';
 import { Slots } from '../../src/worker/slots.js';
+import { ManualClock } from '../lifecycle/manual-clock.js';
 import { useTestDatabase } from '../support/db.js';
 import { observedDatabase } from '../support/observed-database.js';
 import { waitFor } from '../support/wait.js';
@@ -28,7 +30,7 @@ let queues = 0;
  * A fetcher of a queue of its own over `jobs` available jobs, with the given limits. `maxHeld()` is how many
  * leases the process may hold; room is that less the jobs it holds, as in the worker.
  */
-async function setup(o: { jobs: number; global: Slots; local: Slots; maxHeld?: () => number }) {
+async function setup(o: { jobs: number; global: Slots; local: Slots; maxHeld?: () => number; clock?: Clock }) {
   const queue = `qf-${++queues}`;
   const def = defineJob({ kind: queue, queue, payload: z.object({ n: z.number() }), run: () => undefined });
   const db = observedDatabase(t.url, t.schema);
@@ -67,9 +69,10 @@ async function setup(o: { jobs: number; global: Slots; local: Slots; maxHeld?: (
     global: o.global,
     local: o.local,
     host,
+    ...(o.clock ? { clock: o.clock } : {}),
   });
   cleanups.push(() => fetcher.stop());
-  return { queue, db, fetcher, started, claims, errors, roomAsked: () => roomAsked, claimsSent: () => db.names().filter((n) => n === 'job_claim').length };
+  return { def, queue, db, fetcher, started, claims, errors, roomAsked: () => roomAsked, claimsSent: () => db.names().filter((n) => n === 'job_claim').length };
 }
 
 /** Lets every pending callback and promise of the loop run (a claim it decided on is sent by then). */
@@ -144,5 +147,28 @@ describe('QueueFetcher: when to claim', () => {
     expect(s.claims[0]).toEqual({ asked: 4, count: 1 });
     // The started job keeps its slot; the three taken for jobs that did not exist are free again.
     expect(global.inUse).toBe(1);
+  });
+});
+
+describe('QueueFetcher: a job due in the future', () => {
+  it('a due-time wake-up that comes before the database’s clock reaches the job asks again when it is due', async () => {
+    // The clock is moved by hand past the due time the database gave, while the database's own
+    // clock has moved on by milliseconds: the wake-up is early, as a Node timer can be by a few
+    // milliseconds. Its claim finds nothing due; it must arm a new wake-up for the job, not
+    // leave it to the hour-long poll.
+    const clock = new ManualClock();
+    const f = await setup({ jobs: 0, global: new Slots(4), local: new Slots(4), clock });
+    const { id } = await t.client({ jobs: [f.def] }).enqueue(f.def, { n: 1 }, { delayMs: 600_000 });
+    const nextDue = () => f.db.names().filter((n) => n === 'job_next_due').length;
+    await f.fetcher.start();
+    await waitFor('the first claim to ask when the next job is due', () => nextDue() === 1);
+    await waitFor('the loop to sleep until the job is due', () => clock.pendingIn.some((ms) => ms > 590_000 && ms <= 600_000));
+    await clock.advance(600_000);
+    await waitFor('the early wake-up’s claim to ask again', () => nextDue() === 2);
+    expect(f.claimsSent()).toBe(2);
+    // A wake-up for the job again: at about its due time, not the poll's hour.
+    await waitFor('a new wake-up to be armed', () => clock.pendingIn.some((ms) => ms > 590_000 && ms <= 600_000));
+    expect(f.started).toEqual([]);
+    expect((await t.sql.query(`SELECT state::text FROM "${t.schema}".jobs WHERE id = $1`, [id])).rows[0].state).toBe('available');
   });
 });
