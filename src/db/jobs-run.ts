@@ -45,6 +45,7 @@ export const UNSTARTED_RESCUES = 3;
  * start recorded UNSTARTED_RESCUES times (the rescuer's entries marked `unstarted`). Such a job
  * — or one that only waited beside such a handler, unstarted, that often — has its start
  * recorded before its handler runs; a job that waited unstarted is never charged an attempt.
+ * (claim_limited, migration 0011, counts the same entries and returns the count as `unstarted`.)
  */
 export const SUSPECT = (j: string) => `(${j}.errors IS NOT NULL AND (SELECT count(*) FROM jsonb_array_elements(${j}.errors) e WHERE e @> '{"unstarted": true}') >= ${UNSTARTED_RESCUES})`;
 
