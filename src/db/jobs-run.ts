@@ -229,13 +229,15 @@ RETURNING id::text`,
     // queue in claim order (served by jobs_claim; with nothing due, they are the future ones), so
     // a worker whose listener just (re)connected — and missed the notifications that carry due
     // times — still claims a delayed job when it is due. Exact for a queue of one priority; with
-    // several, a lower-priority job due sooner may be found by the poll instead.
-    nextDue: set.named<{ due_in_ms: number | null }, [queue: string, kinds: readonly string[]]>(
+    // several, a lower-priority job due sooner may be found by the poll instead. A job that fell
+    // due since the claim was sent ($3 ms ago) counts, as due now (a negative time): it was not due
+    // for that claim. One due before it was passed over by the claim (a full limit) and does not.
+    nextDue: set.named<{ due_in_ms: number | null }, [queue: string, kinds: readonly string[], sinceClaimMs: number]>(
       'job_next_due',
       (s) => `SELECT (extract(epoch FROM min(f.run_at) - now()) * 1000)::float8 AS due_in_ms FROM (
   SELECT run_at FROM ${s}.jobs WHERE state = 'available' AND queue = $1 AND kind = ANY($2::text[])
   ORDER BY priority, run_at, id LIMIT 100
-) f WHERE f.run_at > now()`,
+) f WHERE f.run_at > now() - $3::float8 * interval '1 millisecond'`,
     ),
     // The latest progress a handler reported (ctx.progress), fenced like every write of the attempt.
     progress: set.named<IdRow, [id: string, token: string, json: string]>(
@@ -384,8 +386,8 @@ export class JobRunQueries {
   }
 
   /** Milliseconds until the next job of `queue` is due (see the statement), or null when none is known. */
-  async nextDue(p: { queue: string; kinds: readonly string[] }): Promise<number | null> {
-    const [row] = await run(this.db, this.statements.nextDue, [p.queue, p.kinds]);
+  async nextDue(p: { queue: string; kinds: readonly string[]; sinceClaimMs: number }): Promise<number | null> {
+    const [row] = await run(this.db, this.statements.nextDue, [p.queue, p.kinds, p.sinceClaimMs]);
     return row?.due_in_ms ?? null;
   }
 

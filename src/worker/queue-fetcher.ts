@@ -373,7 +373,7 @@ export class QueueFetcher extends BaseService {
       // Jobs wait for a limit: a slot that frees notifies (the jobs_limit_freed trigger), a
       // window that opens has its wake-up (wakeIn); polling is only the fallback.
       if (limited > 0) this.idleMs = this.o.maxPollMs;
-      if (rows.length === 0 && this.probeDue) await this.learnNextDue();
+      if (rows.length === 0 && this.probeDue) await this.learnNextDue(sentAt);
       const fresh = this.hadWork;
       this.hadWork = rows.length > 0;
       // Nothing due here: wait for the process's one idle poll rather than poll alone; a limit
@@ -385,12 +385,14 @@ export class QueueFetcher extends BaseService {
 
   /**
    * After the listener (re)connected it may have missed the notifications that carry due times:
-   * once a claim finds nothing due, ask when the next job is (see `nextDue`) and wake then.
+   * once a claim (sent at `claimSentAt`) finds nothing due, ask when the next job is (see
+   * `nextDue`) and wake then — at once for a job that fell due since that claim was sent.
    */
-  private async learnNextDue(): Promise<void> {
+  private async learnNextDue(claimSentAt: number): Promise<void> {
     this.probeDue = false;
     try {
-      const ms = await this.db.jobs.nextDue({ queue: this.o.queue, kinds: this.o.kinds });
+      const sinceClaimMs = this.clock.monotonic() - claimSentAt;
+      const ms = await this.db.jobs.nextDue({ queue: this.o.queue, kinds: this.o.kinds, sinceClaimMs });
       if (ms !== null) this.wakeIn(ms);
     } catch (err) {
       this.host.onError(err);

@@ -171,4 +171,21 @@ describe('QueueFetcher: a job due in the future', () => {
     expect(f.started).toEqual([]);
     expect((await t.sql.query(`SELECT state::text FROM "${t.schema}".jobs WHERE id = $1`, [id])).rows[0].state).toBe('available');
   });
+
+  it('a job that becomes due between the empty claim and the question when the next one is due is claimed at once', async () => {
+    // The early wake-up's claim finds nothing; by the time its question reaches the database the
+    // job is due. The question must still answer with it (due now), not with "nothing ahead",
+    // which left the job to the hour-long poll (CI: due-wakeups started a job at the 12.75 s probe).
+    const f = await setup({ jobs: 0, global: new Slots(4), local: new Slots(4) });
+    const { id } = await t.client({ jobs: [f.def] }).enqueue(f.def, { n: 1 }, { delayMs: 1_500 });
+    const release = f.db.hold('job_next_due');
+    await f.fetcher.start();
+    await waitFor('the question when the next job is due to be sent', () => f.db.names().includes('job_next_due'));
+    expect(f.claims).toEqual([{ asked: 4, count: 0 }]);
+    await waitFor('the job to be due on the database clock', async () => (await t.sql.query(`SELECT run_at <= now() AS due FROM "${t.schema}".jobs WHERE id = $1`, [id])).rows[0].due);
+    release();
+    await waitFor('the job to start', () => f.started.length === 1, { timeoutMs: 20_000 });
+    expect(f.started[0]!.row.id).toBe(id);
+    expect(f.claimsSent()).toBe(2);
+  });
 });
