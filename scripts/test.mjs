@@ -114,6 +114,28 @@ function vitest(run, jsonFile) {
   });
 }
 
+/** The failed tests of a vitest JSON report: file, full name and the first lines of the message. */
+function failuresOf(report) {
+  const out = [];
+  for (const file of report?.testResults ?? []) {
+    const name = file.name.startsWith(root) ? file.name.slice(root.length + 1) : file.name;
+    for (const t of file.assertionResults ?? []) {
+      if (t.status !== 'failed') continue;
+      const message = (t.failureMessages ?? []).join('\n').split('\n').slice(0, 6).join('\n      ');
+      out.push(`${name} > ${t.fullName}\n      ${message}`);
+    }
+    // A file that failed outside any test (an import error, a hook) has no failed assertion.
+    if (file.status === 'failed' && !(file.assertionResults ?? []).some((t) => t.status === 'failed'))
+      out.push(
+        `${name}\n      ${String(file.message ?? '')
+          .split('\n')
+          .slice(0, 6)
+          .join('\n      ')}`,
+      );
+  }
+  return out;
+}
+
 const tmp = mkdtempSync(join(tmpdir(), 'nightshift-test-'));
 const rows = [];
 let failed = false;
@@ -141,7 +163,7 @@ try {
     // A run that died before writing its report, or ran no test, has failed.
     const ok = code === 0 && report !== undefined && counts.passed > 0;
     if (!ok) failed = true;
-    rows.push({ name: run.name, result: `${ok ? 'ok' : `FAILED (exit ${code})`} in ${seconds} s`, ...counts });
+    rows.push({ name: run.name, result: `${ok ? 'ok' : `FAILED (exit ${code})`} in ${seconds} s`, ...counts, failures: failuresOf(report) });
   }
 } finally {
   rmSync(tmp, { recursive: true, force: true });
@@ -150,5 +172,7 @@ try {
 console.log('\nmatrix:');
 for (const r of rows) console.log(`  ${r.name.padEnd(22)} ${String(r.passed).padStart(4)} passed ${String(r.failed).padStart(3)} failed ${String(r.skipped).padStart(3)} skipped  ${r.result}`);
 const total = rows.reduce((t, r) => ({ passed: t.passed + r.passed, failed: t.failed + r.failed, skipped: t.skipped + r.skipped }), { passed: 0, failed: 0, skipped: 0 });
+// The failures last, so a log cut to its tail still names them.
+for (const r of rows) for (const f of r.failures ?? []) console.log(`\nFAILED in ${r.name}: ${f}`);
 console.log(`\ntotal: ${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
 process.exitCode = failed || total.failed > 0 ? 1 : 0;
