@@ -225,19 +225,25 @@ RETURNING id::text`,
     // FOR UPDATE keeps a rescue or a cancel from changing the job until the transaction ends, so
     // its writes commit only while this attempt holds the lease.
     fence: set.named<{ held: number }, [id: string, token: string]>('job_fence', (s) => `SELECT 1 AS held FROM ${s}.jobs WHERE id = $1 AND lease_token = $2 AND state = 'running' FOR UPDATE`),
-    // When the next job of a queue is due, after a claim found none due: the first jobs of the
-    // queue in claim order (served by jobs_claim; with nothing due, they are the future ones), so
-    // a worker whose listener just (re)connected — and missed the notifications that carry due
-    // times — still claims a delayed job when it is due. Exact for a queue of one priority; with
-    // several, a lower-priority job due sooner may be found by the poll instead. A job that fell
-    // due since the claim was sent ($3 ms ago) counts, as due now (a negative time): it was not due
-    // for that claim. One due before it was passed over by the claim (a full limit) and does not.
-    nextDue: set.named<{ due_in_ms: number | null }, [queue: string, kinds: readonly string[], sinceClaimMs: number]>(
+    // When the next job of a queue is due, after a claim came back short — so a worker whose
+    // listener just (re)connected, and missed the notifications that carry due times, still claims
+    // a delayed job when it is due. Two answers, each from the first 100 available jobs in claim
+    // order (served by jobs_claim, run_at checked in the index): the earliest not yet due, however
+    // many due ones a limit holds back before it; and whether one is due now — it fell due after
+    // the claim was sent, or a limit passed it over (then claiming again finds nothing, once). No
+    // clock but the database's is compared. Exact for a queue of one priority; with several, a
+    // lower-priority job may be left to the poll.
+    nextDue: set.named<{ due_in_ms: number | null; due_now: boolean }, [queue: string, kinds: readonly string[]]>(
       'job_next_due',
-      (s) => `SELECT (extract(epoch FROM min(f.run_at) - now()) * 1000)::float8 AS due_in_ms FROM (
-  SELECT run_at FROM ${s}.jobs WHERE state = 'available' AND queue = $1 AND kind = ANY($2::text[])
-  ORDER BY priority, run_at, id LIMIT 100
-) f WHERE f.run_at > now() - $3::float8 * interval '1 millisecond'`,
+      (s) => `SELECT
+  (SELECT (extract(epoch FROM min(f.run_at) - now()) * 1000)::float8 FROM (
+    SELECT run_at FROM ${s}.jobs WHERE state = 'available' AND queue = $1 AND kind = ANY($2::text[]) AND run_at > now()
+    ORDER BY priority, run_at, id LIMIT 100
+  ) f) AS due_in_ms,
+  (SELECT coalesce(bool_or(d.run_at <= now()), false) FROM (
+    SELECT run_at FROM ${s}.jobs WHERE state = 'available' AND queue = $1 AND kind = ANY($2::text[])
+    ORDER BY priority, run_at, id LIMIT 100
+  ) d) AS due_now`,
     ),
     // The latest progress a handler reported (ctx.progress), fenced like every write of the attempt.
     progress: set.named<IdRow, [id: string, token: string, json: string]>(
@@ -386,9 +392,9 @@ export class JobRunQueries {
   }
 
   /** Milliseconds until the next job of `queue` is due (see the statement), or null when none is known. */
-  async nextDue(p: { queue: string; kinds: readonly string[]; sinceClaimMs: number }): Promise<number | null> {
-    const [row] = await run(this.db, this.statements.nextDue, [p.queue, p.kinds, p.sinceClaimMs]);
-    return row?.due_in_ms ?? null;
+  async nextDue(p: { queue: string; kinds: readonly string[] }): Promise<{ dueInMs: number | null; dueNow: boolean }> {
+    const [row] = await run(this.db, this.statements.nextDue, [p.queue, p.kinds]);
+    return { dueInMs: row?.due_in_ms ?? null, dueNow: row?.due_now ?? false };
   }
 
   /** Stores the handler's latest progress (JSON text); false when the lease was no longer held. */

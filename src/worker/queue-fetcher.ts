@@ -100,7 +100,7 @@ export class QueueFetcher extends BaseService {
   private claiming = false;
   /** Claim limits in room mode (see LimitedClaimParams.room): until a claim says otherwise, under concurrency limits only. */
   private room: boolean;
-  /** Learn the next due time after the next empty claim: at start (jobs delayed before this process started), and after the listener (re)connected. */
+  /** Learn the next due time after the next short claim: at start (jobs delayed before this process started), and after the listener (re)connected. */
   private probeDue = true;
   /** The last claim found jobs: the queue just ran out of work (the idle probe polls soon again). */
   private hadWork = false;
@@ -132,7 +132,7 @@ export class QueueFetcher extends BaseService {
     this.loopDone = this.loop();
   }
 
-  /** The listener (re)connected: claim now, and learn the next due time after the claim (see learnNextDue). */
+  /** The listener (re)connected: claim now, and learn the next due time after a short claim (see learnNextDue). */
   reconnected(): void {
     this.probeDue = true;
     this.wake();
@@ -373,7 +373,8 @@ export class QueueFetcher extends BaseService {
       // Jobs wait for a limit: a slot that frees notifies (the jobs_limit_freed trigger), a
       // window that opens has its wake-up (wakeIn); polling is only the fallback.
       if (limited > 0) this.idleMs = this.o.maxPollMs;
-      if (rows.length === 0 && this.probeDue) await this.learnNextDue(sentAt);
+      // Short of what it asked for, nothing more is due here (or only jobs a limit holds back).
+      if (this.probeDue) await this.learnNextDue();
       const fresh = this.hadWork;
       this.hadWork = rows.length > 0;
       // Nothing due here: wait for the process's one idle poll rather than poll alone; a limit
@@ -385,15 +386,16 @@ export class QueueFetcher extends BaseService {
 
   /**
    * After the listener (re)connected it may have missed the notifications that carry due times:
-   * once a claim (sent at `claimSentAt`) finds nothing due, ask when the next job is (see
-   * `nextDue`) and wake then — at once for a job that fell due since that claim was sent.
+   * once a claim comes back short of what it asked for, ask when the next job is (see `nextDue`)
+   * and wake then — and claim again at once if one is due already (it fell due after the claim
+   * was sent; or a limit holds it back, and that claim finds nothing: this asks once per probe).
    */
-  private async learnNextDue(claimSentAt: number): Promise<void> {
+  private async learnNextDue(): Promise<void> {
     this.probeDue = false;
     try {
-      const sinceClaimMs = this.clock.monotonic() - claimSentAt;
-      const ms = await this.db.jobs.nextDue({ queue: this.o.queue, kinds: this.o.kinds, sinceClaimMs });
-      if (ms !== null) this.wakeIn(ms);
+      const next = await this.db.jobs.nextDue({ queue: this.o.queue, kinds: this.o.kinds });
+      if (next.dueInMs !== null) this.wakeIn(next.dueInMs);
+      if (next.dueNow) this.wake();
     } catch (err) {
       this.host.onError(err);
     }

@@ -87,3 +87,39 @@ describe('a job delayed before the worker started (or while its listener was dow
     expect(late.late_ms).toBeLessThan(BOUND_MS);
   });
 });
+
+describe('a delayed job behind jobs held back by a limit', () => {
+  // The question when the next job is due came only after a claim that found nothing, and looked
+  // at the first 100 available jobs in claim order: a limited claim that started one job and held
+  // 150 back (all due, all before the delayed one) never asked, and would not have seen it.
+  // Everything is enqueued before the worker starts, so no notification carries the due time.
+  it('is claimed when it is due, while the limited jobs wait', async () => {
+    let release: () => void = () => undefined;
+    const blocker = new Promise<void>((resolve) => (release = resolve));
+    const limited = defineJob({ kind: 'due-limited', payload, queue: 'due-mixed', concurrency: { limit: 1 }, run: () => blocker });
+    const free = defineJob({ kind: 'due-free', payload, queue: 'due-mixed', run: () => undefined });
+    const producer = t.client({ jobs: [limited, free] });
+    await producer.enqueueMany(
+      limited,
+      Array.from({ length: 151 }, (_, v) => ({ v })),
+    );
+    const { id } = await producer.enqueue(free, { v: 1 }, { delayMs: 4_000 });
+    const worker = t.client({ jobs: [limited, free], pollIntervalMs: POLL_MS, concurrency: 5 });
+    try {
+      await worker.start();
+      const late = await waitFor(
+        'the delayed job to complete',
+        async () => {
+          const r = await t.sql.query(`SELECT (extract(epoch FROM started_at - run_at) * 1000)::float8 AS late_ms FROM ${q()}.jobs_all WHERE id = $1 AND state = 'completed'`, [id]);
+          return r.rows[0] as { late_ms: number } | undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
+      expect(late.late_ms).toBeLessThan(BOUND_MS);
+      const running = await t.sql.query(`SELECT count(*)::int AS n FROM ${q()}.jobs WHERE kind = 'due-limited' AND state = 'running'`);
+      expect(running.rows[0].n).toBe(1);
+    } finally {
+      release();
+    }
+  });
+});
