@@ -62,6 +62,8 @@ export class JobRunner {
   private readonly marks: StartMarks;
   /** Orders the starts recorded before their handlers (see StartGate); one per process's runner. */
   private readonly gate = new StartGate();
+  /** Runs whose handler is done and whose outcome is not written yet. */
+  private readonly finishing = new Set<Promise<void>>();
   private readonly errorMessages: boolean;
   private readonly clock: Clock;
 
@@ -93,12 +95,28 @@ export class JobRunner {
    */
   async run(job: ActiveJob, handlerDone: () => void = () => undefined): Promise<RunEnd> {
     const gate: GateHold = { pass: () => undefined, invoked: () => undefined, timer: undefined };
+    // From the moment its handler is done (its slot may go to a suspect at once) until its
+    // outcome is written, this run is one a suspect waits for (see runGated).
+    let written: (() => void) | undefined;
+    const done = () => {
+      if (!written) {
+        let resolve!: () => void;
+        const p = new Promise<void>((r) => (resolve = r));
+        this.finishing.add(p);
+        written = () => {
+          this.finishing.delete(p);
+          resolve();
+        };
+      }
+      handlerDone();
+    };
     try {
-      return await this.runGated(job, handlerDone, gate);
+      return await this.runGated(job, done, gate);
     } finally {
       // Whatever happened, the starts the gate holds must go on.
       this.clock.clearTimeout(gate.timer);
       gate.pass();
+      written?.();
     }
   }
 
@@ -113,6 +131,10 @@ export class JobRunner {
       // taking down a job whose start was recorded beside it but whose handler was not called.
       const pass = suspect ? await this.gate.exclusive() : await this.gate.shared();
       gate.pass = pass;
+      // A suspect may take the process down the moment it starts: the outcomes of handlers that
+      // returned before it are written first, so a job that ran and succeeded beside it is not
+      // rescued as lost (and, its start recorded, charged or discarded) for a write still in flight.
+      if (suspect && this.finishing.size > 0) await Promise.all([...this.finishing]);
       // A suspect's window closes once its handler has run MARK_DELAY_MS (or returned, below).
       gate.invoked = suspect ? () => void (gate.timer = this.clock.setTimeout(pass, MARK_DELAY_MS, { unref: true })) : pass;
       if (job.cause === 'shutdown' && !job.finished) {
