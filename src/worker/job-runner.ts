@@ -62,8 +62,10 @@ export class JobRunner {
   private readonly marks: StartMarks;
   /** Orders the starts recorded before their handlers (see StartGate); one per process's runner. */
   private readonly gate = new StartGate();
-  /** Runs whose handler is done and whose outcome is not written yet. */
-  private readonly finishing = new Set<Promise<void>>();
+  /** Jobs whose handler is done and whose outcome is not written yet. */
+  private readonly finishing = new Set<ActiveJob>();
+  /** Suspects waiting for the outcomes of `left` to be written. */
+  private suspects: { left: Set<ActiveJob>; resolve: () => void }[] = [];
   private readonly errorMessages: boolean;
   private readonly clock: Clock;
 
@@ -97,16 +99,11 @@ export class JobRunner {
     const gate: GateHold = { pass: () => undefined, invoked: () => undefined, timer: undefined };
     // From the moment its handler is done (its slot may go to a suspect at once) until its
     // outcome is written, this run is one a suspect waits for (see runGated).
-    let written: (() => void) | undefined;
+    let finishing = false;
     const done = () => {
-      if (!written) {
-        let resolve!: () => void;
-        const p = new Promise<void>((r) => (resolve = r));
-        this.finishing.add(p);
-        written = () => {
-          this.finishing.delete(p);
-          resolve();
-        };
+      if (!finishing) {
+        finishing = true;
+        this.finishing.add(job);
       }
       handlerDone();
     };
@@ -116,7 +113,7 @@ export class JobRunner {
       // Whatever happened, the starts the gate holds must go on.
       this.clock.clearTimeout(gate.timer);
       gate.pass();
-      written?.();
+      if (finishing) this.written(job);
     }
   }
 
@@ -134,7 +131,7 @@ export class JobRunner {
       // A suspect may take the process down the moment it starts: the outcomes of handlers that
       // returned before it are written first, so a job that ran and succeeded beside it is not
       // rescued as lost (and, its start recorded, charged or discarded) for a write still in flight.
-      if (suspect && this.finishing.size > 0) await Promise.all([...this.finishing]);
+      if (suspect && this.finishing.size > 0) await new Promise<void>((resolve) => this.suspects.push({ left: new Set(this.finishing), resolve }));
       // A suspect's window closes once its handler has run MARK_DELAY_MS (or returned, below).
       gate.invoked = suspect ? () => void (gate.timer = this.clock.setTimeout(pass, MARK_DELAY_MS, { unref: true })) : pass;
       if (job.cause === 'shutdown' && !job.finished) {
@@ -207,6 +204,18 @@ export class JobRunner {
       endConsumerSpan(trace.span, 'completed');
     }
     return 'recorded';
+  }
+
+  /** The outcome of `job`'s run is written (or given up): suspects waiting only for it go on. */
+  private written(job: ActiveJob): void {
+    this.finishing.delete(job);
+    if (this.suspects.length === 0) return;
+    this.suspects = this.suspects.filter((w) => {
+      w.left.delete(job);
+      if (w.left.size > 0) return true;
+      w.resolve();
+      return false;
+    });
   }
 
   /** Writes what the handler logged; a failure to write costs the lines, never the job. */
