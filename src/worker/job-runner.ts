@@ -131,7 +131,7 @@ export class JobRunner {
       // A suspect may take the process down the moment it starts: the outcomes of handlers that
       // returned before it are written first, so a job that ran and succeeded beside it is not
       // rescued as lost (and, its start recorded, charged or discarded) for a write still in flight.
-      if (suspect) await this.outcomesWritten();
+      if (suspect && this.finishing.size > 0) await new Promise<void>((resolve) => this.suspects.push({ left: new Set(this.finishing), resolve }));
       // A suspect's window closes once its handler has run MARK_DELAY_MS (or returned, below).
       gate.invoked = suspect ? () => void (gate.timer = this.clock.setTimeout(pass, MARK_DELAY_MS, { unref: true })) : pass;
       if (job.cause === 'shutdown' && !job.finished) {
@@ -142,7 +142,7 @@ export class JobRunner {
       const mark = await this.marks.mark(job);
       // Handlers that returned while it waited or while its start was written are waited for too
       // (once: under steady load there is always another).
-      if (suspect && mark === 'started') await this.outcomesWritten();
+      if (suspect && mark === 'started' && this.finishing.size > 0) await new Promise<void>((resolve) => this.suspects.push({ left: new Set(this.finishing), resolve }));
       if (job.finished) {
         pass();
         handlerDone();
@@ -207,12 +207,6 @@ export class JobRunner {
       endConsumerSpan(trace.span, 'completed');
     }
     return 'recorded';
-  }
-
-  /** Resolves once the outcomes of the runs whose handler is done by now are written. */
-  private outcomesWritten(): Promise<void> {
-    if (this.finishing.size === 0) return Promise.resolve();
-    return new Promise<void>((resolve) => this.suspects.push({ left: new Set(this.finishing), resolve }));
   }
 
   /** The outcome of `job`'s run is written (or given up): suspects waiting only for it go on. */
