@@ -140,9 +140,6 @@ export class JobRunner {
         return 'interrupted'; // handed back unrun
       }
       const mark = await this.marks.mark(job);
-      // Handlers that returned while it waited or while its start was written are waited for too
-      // (once: under steady load there is always another).
-      if (suspect && mark === 'started' && this.finishing.size > 0) await new Promise<void>((resolve) => this.suspects.push({ left: new Set(this.finishing), resolve }));
       if (job.finished) {
         pass();
         handlerDone();

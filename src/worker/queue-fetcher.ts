@@ -374,7 +374,7 @@ export class QueueFetcher extends BaseService {
       // window that opens has its wake-up (wakeIn); polling is only the fallback.
       if (limited > 0) this.idleMs = this.o.maxPollMs;
       // Short of what it asked for, nothing more is due here (or only jobs a limit holds back).
-      if (this.probeDue) await this.learnNextDue(limited > 0);
+      if (this.probeDue) await this.learnNextDue();
       const fresh = this.hadWork;
       this.hadWork = rows.length > 0;
       // Nothing due here: wait for the process's one idle poll rather than poll alone; a limit
@@ -388,16 +388,14 @@ export class QueueFetcher extends BaseService {
    * After the listener (re)connected it may have missed the notifications that carry due times:
    * once a claim comes back short of what it asked for, ask when the next job is (see `nextDue`)
    * and wake then — and claim again at once if one is due already (it fell due after the claim
-   * was sent), unless that claim held jobs back for a limit (then the limit's wake-up claims).
+   * was sent; or a limit holds it back, and that claim finds nothing: this asks once per probe).
    */
-  private async learnNextDue(limited: boolean): Promise<void> {
+  private async learnNextDue(): Promise<void> {
     this.probeDue = false;
     try {
       const next = await this.db.jobs.nextDue({ queue: this.o.queue, kinds: this.o.kinds });
       if (next.dueInMs !== null) this.wakeIn(next.dueInMs);
-      // Due jobs a limit held back at this claim have their own wake-ups (a freed slot notifies, a
-      // window's timer): claiming again at once would only find the limit full again.
-      if (next.dueNow && !limited) this.wake();
+      if (next.dueNow) this.wake();
     } catch (err) {
       this.host.onError(err);
     }
